@@ -1,0 +1,96 @@
+//===- ADInterfaces.td - differentiation interfaces -------*- tablegen -*-===//
+//
+// The two interfaces the differentiation transform is written against:
+// derivative rules live on ops (ReverseRuleOpInterface) and cotangent
+// arithmetic lives on types (CotangentTypeInterface). The transform never
+// switches on op or type names.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AD_INTERFACES_TD
+#define AD_INTERFACES_TD
+
+include "mlir/IR/OpBase.td"
+
+def AD_ReverseRuleOpInterface : OpInterface<"ReverseRuleOpInterface"> {
+  let cppNamespace = "::mlir::ad";
+  let description = [{
+    The reverse-mode derivative rule of an op. Upstream ops get it as external
+    models (one file per upstream dialect under `lib/Rules`).
+
+    Differentiating a function happens in two sweeps. The forward sweep calls
+    `emitForward` on every active op, in program order, to emit the op into the
+    augmented forward function; the default clones it. An op whose adjoint
+    needs values that are not among its operands or results (a call needs its
+    callee's tape) emits them here and registers them as residuals.
+
+    The reverse sweep calls `emitReverse` on every active op whose results
+    received a cotangent, in reverse program order. The rule reads the
+    cotangents of the op's results and the primal values it needs through the
+    emitter (which stores exactly those values on the tape) and adds the
+    cotangent contribution of each active operand. Operands that are not
+    active may be skipped; adding to them is ignored.
+
+    ```c++
+    // d(a*b) = b*da + a*db
+    LogicalResult emitReverse(Operation *op, ReverseEmitter &e) const {
+      auto mul = cast<arith::MulFOp>(op);
+      Value g = e.getCotangent(mul.getResult());
+      RuleBuilder b(e.getBuilder(), op->getLoc());
+      if (e.isActive(mul.getLhs()))
+        e.addCotangent(mul.getLhs(), b.mul(g, e.getPrimal(mul.getRhs())));
+      ...
+    }
+    ```
+  }];
+  let methods = [
+    InterfaceMethod<
+      /*desc=*/[{Emits this op into the augmented forward function. The
+        default clones it with mapped operands.}],
+      /*retTy=*/"::llvm::LogicalResult",
+      /*methodName=*/"emitForward",
+      /*args=*/(ins "::mlir::ad::ForwardEmitter &":$emitter),
+      /*methodBody=*/"",
+      /*defaultImplementation=*/[{
+        return emitter.cloneOp($_op.getOperation());
+      }]>,
+    InterfaceMethod<
+      /*desc=*/[{Emits the adjoint of this op into the pullback function:
+        reads the cotangents of its results and adds the contributions to the
+        cotangents of its active operands. Emits a diagnostic and fails when
+        the op cannot be differentiated in this form.}],
+      /*retTy=*/"::llvm::LogicalResult",
+      /*methodName=*/"emitReverse",
+      /*args=*/(ins "::mlir::ad::ReverseEmitter &":$emitter)>,
+  ];
+}
+
+def AD_CotangentTypeInterface : TypeInterface<"CotangentTypeInterface"> {
+  let cppNamespace = "::mlir::ad";
+  let description = [{
+    The cotangent space of a type: whether values of the type carry
+    gradients, how to make constants of the cotangent type (zero, the seed
+    one) and how to add two cotangents when a value fans out. Builtin float
+    types and ranked tensors get it as external models, so scalars and
+    tensors go through the same differentiation code.
+  }];
+  let methods = [
+    InterfaceMethod<
+      "Whether values of this type carry a gradient (a tensor of integers "
+      "does not).",
+      "bool", "isDifferentiable", (ins)>,
+    InterfaceMethod<
+      "Materializes a value of this type whose every element is `value`, or "
+      "returns null when the type has no static form to fill (dynamic shape).",
+      "::mlir::Value", "createConstant",
+      (ins "::mlir::OpBuilder &":$builder, "::mlir::Location":$loc,
+           "double":$value)>,
+    InterfaceMethod<
+      "Adds two cotangents of this type.",
+      "::mlir::Value", "createAdd",
+      (ins "::mlir::OpBuilder &":$builder, "::mlir::Location":$loc,
+           "::mlir::Value":$lhs, "::mlir::Value":$rhs)>,
+  ];
+}
+
+#endif // AD_INTERFACES_TD

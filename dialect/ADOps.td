@@ -1,0 +1,157 @@
+//===- ADOps.td - ops of the ad dialect -------------------*- tablegen -*-===//
+//
+// The user-facing derivative requests (`ad.grad`, `ad.value_and_grad`,
+// `ad.forward`, `ad.pullback`) and the closure constructor the
+// differentiation pass produces (`ad.make_pullback`).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AD_OPS_TD
+#define AD_OPS_TD
+
+include "ADDialect.td"
+include "ADTypes.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+class AD_Op<string mnemonic, list<Trait> traits = []>
+    : Op<AD_Dialect, mnemonic, traits>;
+
+// Shared by the three ops that name a callee and differentiate it.
+class AD_DerivativeRequestOp<string mnemonic, list<Trait> traits = []>
+    : AD_Op<mnemonic,
+            traits # [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  code commonExtraClassDeclaration = [{
+    /// The argument positions to differentiate with respect to: the `wrt`
+    /// attribute when present, else every argument of differentiable type.
+    ::llvm::SmallVector<int64_t> getWrtPositions();
+  }];
+  let extraClassDeclaration = commonExtraClassDeclaration;
+}
+
+def AD_GradOp : AD_DerivativeRequestOp<"grad"> {
+  let summary = "Gradient of a scalar-valued function";
+  let description = [{
+    Calls `callee` on `operands` and returns the gradient of its single
+    floating-point result with respect to each differentiable argument, in
+    argument order. The callee must return exactly one value, a float scalar
+    (`f16`, `bf16`, `f32`, `f64`) or a rank-0 tensor of one. Differentiable
+    arguments are float scalars and ranked tensors of floats; integer and
+    index arguments get no gradient. Each gradient has its argument's type.
+
+    ```mlir
+    %gx, %gw = ad.grad @f(%x, %w, %n) : (f64, tensor<4xf64>, index) -> (f64, tensor<4xf64>)
+    %gw2 = ad.grad @f(%x, %w, %n) {wrt = array<i64: 1>}
+        : (f64, tensor<4xf64>, index) -> tensor<4xf64>
+    ```
+
+    `wrt` lists the argument positions to differentiate, strictly increasing;
+    every listed argument must be differentiable. It is equivalent to
+    `ad.forward` followed by `ad.pullback` with a cotangent of one.
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$callee, Variadic<AnyType>:$operands,
+                       OptionalAttr<DenseI64ArrayAttr>:$wrt);
+  let results = (outs Variadic<AnyType>:$gradients);
+  let assemblyFormat = [{
+    $callee `(` $operands `)` attr-dict `:` functional-type($operands, results)
+  }];
+}
+
+def AD_ValueAndGradOp : AD_DerivativeRequestOp<"value_and_grad"> {
+  let summary = "Value and gradient of a scalar-valued function";
+  let description = [{
+    Like `ad.grad`, but returns the callee's result first, then the gradients.
+    The callee runs once.
+
+    ```mlir
+    %y, %gx, %gw = ad.value_and_grad @f(%x, %w, %n)
+        : (f64, tensor<4xf64>, index) -> (f64, f64, tensor<4xf64>)
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$callee, Variadic<AnyType>:$operands,
+                       OptionalAttr<DenseI64ArrayAttr>:$wrt);
+  let results = (outs AnyType:$value, Variadic<AnyType>:$gradients);
+  let assemblyFormat = [{
+    $callee `(` $operands `)` attr-dict `:` functional-type($operands, results)
+  }];
+}
+
+def AD_ForwardOp : AD_DerivativeRequestOp<"forward"> {
+  let summary = "Run a function and return its pullback closure";
+  let description = [{
+    Calls `callee` on `operands` and returns all of its results followed by a
+    pullback closure. The closure type is
+    `!ad.pullback<(C...) -> (G...)>` where `C` are the types of the callee's
+    floating-point results (scalars and tensors of floats, in result order;
+    integer results take no cotangent) and `G` the types of the
+    differentiated arguments (all differentiable ones, or those in `wrt`).
+
+    ```mlir
+    %y, %pb = ad.forward @f(%x, %w, %n)
+        : (f64, tensor<4xf64>, index) -> (f64, !ad.pullback<(f64) -> (f64, tensor<4xf64>)>)
+    ```
+
+    The callee's forward computation runs exactly once; the values its adjoint
+    needs are kept by the closure until it is dead.
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$callee, Variadic<AnyType>:$operands,
+                       OptionalAttr<DenseI64ArrayAttr>:$wrt);
+  let results = (outs Variadic<AnyType>:$results, AD_PullbackType:$pullback);
+  let assemblyFormat = [{
+    $callee `(` $operands `)` attr-dict `:` functional-type($operands, results)
+  }];
+}
+
+def AD_PullbackOp : AD_Op<"pullback", [
+    RangedTypesMatchWith<"cotangent types match the pullback signature",
+        "pullback", "cotangents",
+        "::llvm::cast<::mlir::ad::PullbackType>($_self).getCotangentTypes()">,
+    RangedTypesMatchWith<"gradient types match the pullback signature",
+        "pullback", "gradients",
+        "::llvm::cast<::mlir::ad::PullbackType>($_self).getGradientTypes()">]> {
+  let summary = "Apply a pullback closure to cotangents";
+  let description = [{
+    Applies a closure produced by `ad.forward` to one cotangent per
+    floating-point result of the differentiated call and returns one gradient
+    per differentiated argument. Cotangent and gradient types come from the
+    closure type.
+
+    ```mlir
+    %gx, %gw = ad.pullback %pb(%dy) : !ad.pullback<(f64) -> (f64, tensor<4xf64>)>
+    ```
+
+    Gradients are linear in the cotangents: applying a closure to `2 * dy`
+    doubles every gradient. Applying a closure twice gives the same result.
+  }];
+  let arguments = (ins AD_PullbackType:$pullback, Variadic<AnyType>:$cotangents);
+  let results = (outs Variadic<AnyType>:$gradients);
+  let assemblyFormat = [{
+    $pullback `(` $cotangents `)` attr-dict `:` type($pullback)
+  }];
+}
+
+def AD_MakePullbackOp : AD_Op<"make_pullback", [Pure,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Build a pullback closure from a pullback function and its tape";
+  let description = [{
+    Produced by `ad-generate-derivatives` from `ad.forward`; users do not
+    normally write it. The closure captures `captures` (the tape of one
+    forward run). Applying it with `ad.pullback` calls `callee` with the
+    captures followed by the cotangents, so the callee's type must be
+    `(capture types..., cotangent types...) -> (gradient types...)`.
+
+    ```mlir
+    %pb = ad.make_pullback @f_ad_pb_0(%t0, %t1) : (f64, f64) -> !ad.pullback<(f64) -> f64>
+    ```
+
+    `ad-lower-closures` replaces every application with a `func.call` and
+    removes the closure.
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$callee, Variadic<AnyType>:$captures);
+  let results = (outs AD_PullbackType:$closure);
+  let assemblyFormat = [{
+    $callee `(` $captures `)` attr-dict `:` functional-type($captures, $closure)
+  }];
+}
+
+#endif // AD_OPS_TD

@@ -1,0 +1,67 @@
+//===- Passes.td - passes of MLIR-AD ----------------------*- tablegen -*-===//
+//
+// The differentiation transform, split into derivative generation and
+// closure lowering. The `ad-differentiate` and `ad-lower-to-llvm` pipelines
+// (lib/Transforms/Pipelines.cpp) bundle them with upstream passes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AD_PASSES_TD
+#define AD_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ADGenerateDerivativesPass
+    : Pass<"ad-generate-derivatives", "::mlir::ModuleOp"> {
+  let summary = "Generate forward and pullback functions for ad ops";
+  let description = [{
+    For every `(callee, wrt)` pair requested by `ad.grad`,
+    `ad.value_and_grad` or `ad.forward` (and, transitively, by calls inside
+    differentiated functions), emits two private functions next to the
+    callee:
+
+    - `@<callee>_ad_fwd_<wrt>`: the callee's arguments to its results followed
+      by the tape, the values its adjoint reads;
+    - `@<callee>_ad_pb_<wrt>`: the tape followed by one cotangent per float
+      result to one gradient per differentiated argument.
+
+    Each `ad.forward` becomes a call of the forward function and an
+    `ad.make_pullback` capturing the tape; `ad.grad` and `ad.value_and_grad`
+    become the same plus an `ad.pullback` seeded with one.
+
+    ```mlir
+    func.func @f(%x: f64) -> f64 {
+      %y = math.sin %x : f64
+      return %y : f64
+    }
+    %g = ad.grad @f(%x) : (f64) -> f64
+    // becomes
+    %y, %t = func.call @f_ad_fwd_0(%x) : (f64) -> (f64, f64)
+    %pb = ad.make_pullback @f_ad_pb_0(%t) : (f64) -> !ad.pullback<(f64) -> f64>
+    %one = arith.constant 1.0 : f64
+    %g = ad.pullback %pb(%one) : !ad.pullback<(f64) -> f64>
+    ```
+
+    Only active values (those depending on a differentiated argument and
+    reaching a float result) are differentiated. An active op without a
+    `ReverseRuleOpInterface` model is an error at that op.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
+    "::mlir::math::MathDialect"
+  ];
+}
+
+def ADLowerClosuresPass : Pass<"ad-lower-closures", "::mlir::ModuleOp"> {
+  let summary = "Replace pullback closures by calls with captured values";
+  let description = [{
+    Rewrites every `ad.pullback %pb(%dy...)` whose closure comes from
+    `ad.make_pullback @pb(%tape...)` into `func.call @pb(%tape..., %dy...)`
+    and erases the closures, leaving only upstream dialects. A closure that
+    escapes its function (returned, passed to a call, carried by control
+    flow) is reported as an error at the escaping use.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
+#endif // AD_PASSES_TD

@@ -1,0 +1,32 @@
+//===- ADDialect.h - the ad dialect, its types and ops ----------*- C++ -*-===//
+//
+// Public header of the `ad` dialect: include this to build or match ad ops.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AD_IR_ADDIALECT_H
+#define AD_IR_ADDIALECT_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "ad/IR/ADOpsDialect.h.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "ad/IR/ADOpsTypes.h.inc"
+
+#define GET_OP_CLASSES
+#include "ad/IR/ADOps.h.inc"
+
+namespace mlir::ad {
+/// The closure type of `ad.forward` on `callee` with respect to the argument
+/// positions `wrt`: cotangents of the callee's float results to gradients of
+/// those arguments.
+PullbackType getPullbackTypeOf(func::FuncOp callee, ArrayRef<int64_t> wrt);
+} // namespace mlir::ad
+
+#endif // AD_IR_ADDIALECT_H

@@ -1,0 +1,27 @@
+//===- Rules.h - registration of derivative rules ---------------*- C++ -*-===//
+//
+// Derivative rules of upstream ops are external models of
+// ReverseRuleOpInterface; these functions add them to a registry.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AD_RULES_RULES_H
+#define AD_RULES_RULES_H
+
+namespace mlir {
+class DialectRegistry;
+namespace ad {
+
+/// Rules for the floating-point ops of the arith dialect.
+void registerArithReverseRules(DialectRegistry &registry);
+/// Rules for the floating-point ops of the math dialect.
+void registerMathReverseRules(DialectRegistry &registry);
+/// The rule for func.call (nested forward and pullback functions).
+void registerFuncReverseRules(DialectRegistry &registry);
+/// Every rule above.
+void registerReverseRules(DialectRegistry &registry);
+
+} // namespace ad
+} // namespace mlir
+
+#endif // AD_RULES_RULES_H

@@ -1,0 +1,39 @@
+//===- Passes.h - MLIR-AD passes and pipelines ------------------*- C++ -*-===//
+//
+// The passes declared in dialect/Passes.td and the named pipelines
+// `ad-differentiate` and `ad-lower-to-llvm`.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AD_TRANSFORMS_PASSES_H
+#define AD_TRANSFORMS_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
+
+namespace mlir::ad {
+
+#define GEN_PASS_DECL
+#include "ad/IR/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "ad/IR/Passes.h.inc"
+
+/// Adds the passes that turn every ad op into upstream IR: derivative
+/// generation, then closure lowering.
+void buildDifferentiatePipeline(OpPassManager &pm);
+
+/// Adds `ad-differentiate` followed by the upstream lowering to the LLVM
+/// dialect (bufferization, math to LLVM/libm, control flow, func).
+void buildLowerToLLVMPipeline(OpPassManager &pm);
+
+/// Registers `ad-differentiate` and `ad-lower-to-llvm` as named pipelines.
+void registerADPipelines();
+
+} // namespace mlir::ad
+
+#endif // AD_TRANSFORMS_PASSES_H

@@ -1,0 +1,231 @@
+//===- ADOps.cpp - verifiers of the ad ops ----------------------*- C++ -*-===//
+//
+// Every type of an ad op is checked against its callee's signature; the
+// messages say which operand or result is wrong and what was expected.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ad/IR/ADDialect.h"
+#include "ad/IR/ADInterfaces.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace mlir::ad;
+
+#define GET_OP_CLASSES
+#include "ad/IR/ADOps.cpp.inc"
+
+/// Positions of `wrt` when given, else of every differentiable type.
+static SmallVector<int64_t> wrtPositions(std::optional<ArrayRef<int64_t>> wrt,
+                                         TypeRange argumentTypes) {
+  if (wrt)
+    return SmallVector<int64_t>(wrt->begin(), wrt->end());
+  SmallVector<int64_t> positions;
+  for (auto [index, type] : llvm::enumerate(argumentTypes))
+    if (isDifferentiableType(type))
+      positions.push_back(index);
+  return positions;
+}
+
+SmallVector<int64_t> GradOp::getWrtPositions() {
+  return wrtPositions(getWrt(), getOperands().getTypes());
+}
+SmallVector<int64_t> ValueAndGradOp::getWrtPositions() {
+  return wrtPositions(getWrt(), getOperands().getTypes());
+}
+SmallVector<int64_t> ForwardOp::getWrtPositions() {
+  return wrtPositions(getWrt(), getOperands().getTypes());
+}
+
+/// Resolves the callee and checks the operands and `wrt` against it. On
+/// success returns the callee and the types the gradients must have.
+static FailureOr<func::FuncOp>
+verifyDerivativeRequest(Operation *op, FlatSymbolRefAttr calleeAttr,
+                        OperandRange operands,
+                        std::optional<ArrayRef<int64_t>> wrt,
+                        SymbolTableCollection &symbolTable,
+                        SmallVectorImpl<Type> &gradientTypes) {
+  Operation *symbol =
+      symbolTable.lookupNearestSymbolFrom(op, calleeAttr.getAttr());
+  if (!symbol)
+    return op->emitOpError() << "callee " << calleeAttr
+                             << " does not reference a symbol in this module";
+  auto callee = dyn_cast<func::FuncOp>(symbol);
+  if (!callee)
+    return op->emitOpError() << "callee " << calleeAttr << " is a '"
+                             << symbol->getName()
+                             << "', expected a 'func.func'";
+  if (callee.isExternal())
+    return op->emitOpError()
+           << "callee " << calleeAttr
+           << " is a declaration; only functions with a body can be "
+              "differentiated";
+
+  FunctionType type = callee.getFunctionType();
+  if (operands.size() != type.getNumInputs())
+    return op->emitOpError()
+           << "has " << operands.size() << " operands but " << calleeAttr
+           << " takes " << type.getNumInputs() << " arguments";
+  for (auto [index, pair] :
+       llvm::enumerate(llvm::zip(operands.getTypes(), type.getInputs()))) {
+    auto [actual, expected] = pair;
+    if (actual != expected)
+      return op->emitOpError() << "operand #" << index << " has type "
+                               << actual << " but " << calleeAttr
+                               << " expects " << expected;
+  }
+
+  if (wrt) {
+    int64_t previous = -1;
+    for (int64_t position : *wrt) {
+      if (position < 0 || position >= (int64_t)type.getNumInputs())
+        return op->emitOpError()
+               << "wrt position " << position << " is out of range for "
+               << calleeAttr << ", which has " << type.getNumInputs()
+               << " arguments";
+      if (position <= previous)
+        return op->emitOpError() << "wrt positions must be strictly increasing";
+      previous = position;
+      if (!isDifferentiableType(type.getInput(position)))
+        return op->emitOpError()
+               << "wrt position " << position << " names an argument of type "
+               << type.getInput(position)
+               << ", which is not differentiable (expected a float or a "
+                  "ranked tensor of floats)";
+    }
+  }
+  for (int64_t position : wrtPositions(wrt, type.getInputs()))
+    gradientTypes.push_back(type.getInput(position));
+  return callee;
+}
+
+/// Checks that `actual` gradient results match `expected` one by one.
+static LogicalResult verifyGradientResults(Operation *op, TypeRange actual,
+                                           ArrayRef<Type> expected,
+                                           unsigned firstResult) {
+  if (actual.size() != expected.size())
+    return op->emitOpError()
+           << "expected " << expected.size()
+           << " gradient results (one per differentiated argument), got "
+           << actual.size();
+  for (auto [index, pair] : llvm::enumerate(llvm::zip(actual, expected))) {
+    auto [got, want] = pair;
+    if (got != want)
+      return op->emitOpError()
+             << "result #" << index + firstResult << " has type " << got
+             << " but the gradient of its argument has type " << want;
+  }
+  return success();
+}
+
+/// ad.grad and ad.value_and_grad need a single float result to seed.
+static LogicalResult verifyScalarCallee(Operation *op, func::FuncOp callee) {
+  TypeRange results = callee.getFunctionType().getResults();
+  bool scalar = results.size() == 1 && isDifferentiableType(results[0]);
+  if (scalar)
+    if (auto tensor = dyn_cast<RankedTensorType>(results[0]))
+      scalar = tensor.getRank() == 0;
+  if (scalar)
+    return success();
+  InFlightDiagnostic diag =
+      op->emitOpError() << "needs @" << callee.getSymName()
+                        << " to return exactly one float scalar or rank-0 "
+                           "tensor of floats, but it returns (";
+  llvm::interleaveComma(results, diag);
+  return diag << ")";
+}
+
+PullbackType mlir::ad::getPullbackTypeOf(func::FuncOp callee,
+                                         ArrayRef<int64_t> wrt) {
+  FunctionType type = callee.getFunctionType();
+  SmallVector<Type> cotangents, gradients;
+  for (Type result : type.getResults())
+    if (isDifferentiableType(result))
+      cotangents.push_back(result);
+  for (int64_t position : wrt)
+    gradients.push_back(type.getInput(position));
+  MLIRContext *context = callee.getContext();
+  return PullbackType::get(context,
+                           FunctionType::get(context, cotangents, gradients));
+}
+
+LogicalResult GradOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  SmallVector<Type> gradientTypes;
+  FailureOr<func::FuncOp> callee =
+      verifyDerivativeRequest(*this, getCalleeAttr(), getOperands(), getWrt(),
+                              symbolTable, gradientTypes);
+  if (failed(callee) || failed(verifyScalarCallee(*this, *callee)))
+    return failure();
+  return verifyGradientResults(*this, getResultTypes(), gradientTypes, 0);
+}
+
+LogicalResult
+ValueAndGradOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  SmallVector<Type> gradientTypes;
+  FailureOr<func::FuncOp> callee =
+      verifyDerivativeRequest(*this, getCalleeAttr(), getOperands(), getWrt(),
+                              symbolTable, gradientTypes);
+  if (failed(callee) || failed(verifyScalarCallee(*this, *callee)))
+    return failure();
+  Type valueType = callee->getFunctionType().getResult(0);
+  if (getValue().getType() != valueType)
+    return emitOpError() << "result #0 has type " << getValue().getType()
+                         << " but " << getCalleeAttr() << " returns "
+                         << valueType;
+  return verifyGradientResults(*this, getGradients().getTypes(), gradientTypes,
+                               1);
+}
+
+LogicalResult ForwardOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  SmallVector<Type> gradientTypes;
+  FailureOr<func::FuncOp> callee =
+      verifyDerivativeRequest(*this, getCalleeAttr(), getOperands(), getWrt(),
+                              symbolTable, gradientTypes);
+  if (failed(callee))
+    return failure();
+  TypeRange calleeResults = callee->getFunctionType().getResults();
+  if (getResults().size() != calleeResults.size())
+    return emitOpError() << "expected " << calleeResults.size()
+                         << " results of " << getCalleeAttr()
+                         << " before the pullback, got "
+                         << getResults().size();
+  for (auto [index, pair] : llvm::enumerate(
+           llvm::zip(getResults().getTypes(), calleeResults))) {
+    auto [got, want] = pair;
+    if (got != want)
+      return emitOpError() << "result #" << index << " has type " << got
+                           << " but " << getCalleeAttr() << " returns "
+                           << want;
+  }
+  PullbackType expected = getPullbackTypeOf(*callee, getWrtPositions());
+  if (getPullback().getType() != expected)
+    return emitOpError() << "pullback has type " << getPullback().getType()
+                         << " but differentiating " << getCalleeAttr()
+                         << " with respect to these arguments gives "
+                         << expected;
+  return success();
+}
+
+LogicalResult
+MakePullbackOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto callee =
+      symbolTable.lookupNearestSymbolFrom<func::FuncOp>(*this, getCalleeAttr());
+  if (!callee)
+    return emitOpError() << "callee " << getCalleeAttr()
+                         << " does not reference a 'func.func'";
+  PullbackType closure = getClosure().getType();
+  SmallVector<Type> inputs(getCaptures().getTypes());
+  llvm::append_range(inputs, closure.getCotangentTypes());
+  auto expected =
+      FunctionType::get(getContext(), inputs, closure.getGradientTypes());
+  if (callee.getFunctionType() != expected)
+    return emitOpError() << "callee " << getCalleeAttr() << " has type "
+                         << callee.getFunctionType()
+                         << " but capturing these values for this closure "
+                            "needs "
+                         << expected;
+  return success();
+}

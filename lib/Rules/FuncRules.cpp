@@ -1,0 +1,84 @@
+//===- FuncRules.cpp - the reverse rule of func.call ------------*- C++ -*-===//
+//
+// A call is differentiated through the callee's own derivative functions:
+// the forward sweep calls the callee's forward function (so the callee runs
+// once) and keeps its tape as the call's residuals; the reverse sweep passes
+// that tape and the result cotangents to the callee's pullback.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ad/IR/ADInterfaces.h"
+#include "ad/Rules/Rules.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/SymbolTable.h"
+
+using namespace mlir;
+using namespace mlir::ad;
+
+namespace {
+
+/// The callee of `call` and the positions of its active operands, or failure
+/// (with a diagnostic) when the callee has no body to differentiate.
+static FailureOr<DerivativeFunctions>
+lookupCalleeDerivative(func::CallOp call, DifferentiationEmitter &emitter) {
+  auto callee =
+      SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(call,
+                                                         call.getCalleeAttr());
+  if (!callee || callee.isExternal())
+    return call.emitError() << "cannot differentiate this call: "
+                            << call.getCalleeAttr()
+                            << " has no body in this module";
+  SmallVector<int64_t> wrt;
+  for (auto [index, operand] : llvm::enumerate(call.getOperands()))
+    if (emitter.isActive(operand))
+      wrt.push_back(index);
+  return emitter.getDerivativeFunctions(callee, wrt, call);
+}
+
+struct CallRule
+    : ReverseRuleOpInterface::ExternalModel<CallRule, func::CallOp> {
+  LogicalResult emitForward(Operation *op, ForwardEmitter &emitter) const {
+    auto call = cast<func::CallOp>(op);
+    FailureOr<DerivativeFunctions> functions =
+        lookupCalleeDerivative(call, emitter);
+    if (failed(functions))
+      return failure();
+    SmallVector<Value> operands;
+    for (Value operand : call.getOperands())
+      operands.push_back(emitter.lookup(operand));
+    auto forwardCall = func::CallOp::create(
+        emitter.getBuilder(), call.getLoc(), functions->forward, operands);
+    unsigned numResults = call.getNumResults();
+    emitter.mapResults(call, forwardCall.getResults().take_front(numResults));
+    emitter.setResiduals(call,
+                         forwardCall.getResults().drop_front(numResults));
+    return success();
+  }
+
+  LogicalResult emitReverse(Operation *op, ReverseEmitter &emitter) const {
+    auto call = cast<func::CallOp>(op);
+    FailureOr<DerivativeFunctions> functions =
+        lookupCalleeDerivative(call, emitter);
+    if (failed(functions))
+      return failure();
+    SmallVector<Value> operands = emitter.getResiduals(call);
+    for (Value result : call.getResults())
+      if (isDifferentiableType(result.getType()))
+        operands.push_back(emitter.getCotangent(result));
+    auto pullbackCall = func::CallOp::create(
+        emitter.getBuilder(), call.getLoc(), functions->pullback, operands);
+    for (auto [position, gradient] :
+         llvm::zip(functions->wrt, pullbackCall.getResults()))
+      emitter.addCotangent(call.getOperand(position), gradient);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::ad::registerFuncReverseRules(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *context, func::FuncDialect *) {
+    func::CallOp::attachInterface<CallRule>(*context);
+  });
+}

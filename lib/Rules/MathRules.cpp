@@ -1,0 +1,201 @@
+//===- MathRules.cpp - reverse rules for the math dialect -------*- C++ -*-===//
+//
+// Floating-point math ops. Each partial is written in terms of the primal
+// operand x and, where cheaper, the primal result y. Rounding ops have a
+// zero derivative (they are piecewise constant).
+//
+//===----------------------------------------------------------------------===//
+
+#include "ElementwiseRule.h"
+#include "ad/Rules/Rules.h"
+
+#include "mlir/IR/DialectRegistry.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::ad;
+
+namespace {
+using Ctx = ElementwiseContext;
+
+constexpr double kLn2 = 0.693147180559945309417232121458176568;
+constexpr double kLn10 = 2.30258509299404568401799145468436421;
+constexpr double kTwoOverSqrtPi = 1.12837916709551257389615890312154517;
+
+Value exp(Ctx &c, unsigned) { return c.b.mul(c.cotangent, c.y()); }
+Value exp2(Ctx &c, unsigned) {
+  return c.b.mul(c.cotangent, c.b.mul(c.y(), kLn2));
+}
+Value expm1(Ctx &c, unsigned) {
+  return c.b.mul(c.cotangent, c.b.add(c.y(), 1.0));
+}
+Value log(Ctx &c, unsigned) { return c.b.div(c.cotangent, c.x()); }
+Value log2(Ctx &c, unsigned) {
+  return c.b.div(c.cotangent, c.b.mul(c.x(), kLn2));
+}
+Value log10(Ctx &c, unsigned) {
+  return c.b.div(c.cotangent, c.b.mul(c.x(), kLn10));
+}
+Value log1p(Ctx &c, unsigned) {
+  return c.b.div(c.cotangent, c.b.add(c.x(), 1.0));
+}
+// d sqrt(x) = 1 / (2 sqrt(x))
+Value sqrt(Ctx &c, unsigned) {
+  return c.b.div(c.b.mul(c.cotangent, 0.5), c.y());
+}
+// d x^(-1/2) = -x^(-1/2) / (2x)
+Value rsqrt(Ctx &c, unsigned) {
+  return c.b.mul(c.cotangent, c.b.div(c.b.mul(c.y(), -0.5), c.x()));
+}
+// d x^(1/3) = 1 / (3 y^2)
+Value cbrt(Ctx &c, unsigned) {
+  return c.b.div(c.cotangent, c.b.mul(c.b.square(c.y()), 3.0));
+}
+Value sin(Ctx &c, unsigned) {
+  return c.b.mul(c.cotangent, c.b.create<math::CosOp>(c.x()));
+}
+Value cos(Ctx &c, unsigned) {
+  return c.b.neg(c.b.mul(c.cotangent, c.b.create<math::SinOp>(c.x())));
+}
+Value tan(Ctx &c, unsigned) {
+  return c.b.mul(c.cotangent, c.b.add(c.b.square(c.y()), 1.0));
+}
+/// 1 / sqrt(1 - x^2), shared by asin and acos.
+Value inverseSqrtOneMinusSquare(Ctx &c) {
+  return c.b.create<math::RsqrtOp>(c.b.rsub(1.0, c.b.square(c.x())));
+}
+Value asin(Ctx &c, unsigned) {
+  return c.b.mul(c.cotangent, inverseSqrtOneMinusSquare(c));
+}
+Value acos(Ctx &c, unsigned) {
+  return c.b.neg(c.b.mul(c.cotangent, inverseSqrtOneMinusSquare(c)));
+}
+Value atan(Ctx &c, unsigned) {
+  return c.b.div(c.cotangent, c.b.add(c.b.square(c.x()), 1.0));
+}
+// atan2(a, b): d/da = b / (a^2 + b^2), d/db = -a / (a^2 + b^2)
+Value atan2(Ctx &c, unsigned index) {
+  Value a = c.x(0), b = c.x(1);
+  Value scaled =
+      c.b.div(c.cotangent, c.b.add(c.b.square(a), c.b.square(b)));
+  return index == 0 ? c.b.mul(scaled, b) : c.b.neg(c.b.mul(scaled, a));
+}
+Value sinh(Ctx &c, unsigned) {
+  return c.b.mul(c.cotangent, c.b.create<math::CoshOp>(c.x()));
+}
+Value cosh(Ctx &c, unsigned) {
+  return c.b.mul(c.cotangent, c.b.create<math::SinhOp>(c.x()));
+}
+Value tanh(Ctx &c, unsigned) {
+  return c.b.mul(c.cotangent, c.b.rsub(1.0, c.b.square(c.y())));
+}
+Value asinh(Ctx &c, unsigned) {
+  return c.b.mul(c.cotangent, c.b.create<math::RsqrtOp>(
+                                  c.b.add(c.b.square(c.x()), 1.0)));
+}
+Value acosh(Ctx &c, unsigned) {
+  return c.b.mul(c.cotangent, c.b.create<math::RsqrtOp>(
+                                  c.b.add(c.b.square(c.x()), -1.0)));
+}
+Value atanh(Ctx &c, unsigned) {
+  return c.b.div(c.cotangent, c.b.rsub(1.0, c.b.square(c.x())));
+}
+/// 2/sqrt(pi) * exp(-x^2), the derivative of erf.
+Value erfDerivative(Ctx &c) {
+  Value x = c.x();
+  Value gaussian = c.b.create<math::ExpOp>(c.b.neg(c.b.square(x)));
+  return c.b.mul(gaussian, kTwoOverSqrtPi);
+}
+Value erf(Ctx &c, unsigned) { return c.b.mul(c.cotangent, erfDerivative(c)); }
+Value erfc(Ctx &c, unsigned) {
+  return c.b.neg(c.b.mul(c.cotangent, erfDerivative(c)));
+}
+// powf(a, b): d/da = b a^(b-1) (finite at a = 0), d/db = y log(a), taken
+// as 0 at a = 0 where y is 0 for b > 0.
+Value powf(Ctx &c, unsigned index) {
+  Value a = c.x(0), b = c.x(1);
+  if (index == 0) {
+    Value lowered = c.b.create<math::PowFOp>(a, c.b.add(b, -1.0));
+    return c.b.mul(c.cotangent, c.b.mul(b, lowered));
+  }
+  Value safeBase = c.b.select(c.b.equal(a, c.b.constant(0.0, a)),
+                              c.b.constant(1.0, a), a);
+  Value logBase = c.b.create<math::LogOp>(safeBase);
+  return c.b.mul(c.cotangent, c.b.mul(c.y(), logBase));
+}
+// fpowi(a, n) with integer n: d/da = n a^(n-1); n gets no cotangent.
+Value fpowi(Ctx &c, unsigned index) {
+  if (index != 0)
+    return nullptr;
+  Value a = c.x(0), n = c.x(1);
+  Type intType = n.getType();
+  OpBuilder &builder = c.b.getBuilder();
+  Value one = arith::ConstantOp::create(builder, c.b.getLoc(),
+                                        builder.getIntegerAttr(intType, 1));
+  Value lowered =
+      c.b.create<math::FPowIOp>(a, c.b.create<arith::SubIOp>(n, one));
+  Value exponent = c.b.create<arith::SIToFPOp>(a.getType(), n);
+  return c.b.mul(c.cotangent, c.b.mul(exponent, lowered));
+}
+Value absf(Ctx &c, unsigned) { return c.b.mul(c.cotangent, c.b.signOf(c.x())); }
+// copysign(a, b) = |a| sign(b): d/da = sign(a) sign(b); b only sets a sign.
+Value copysign(Ctx &c, unsigned index) {
+  if (index != 0)
+    return nullptr;
+  Value signs = c.b.mul(c.b.signOf(c.x(0)), c.b.signOf(c.x(1)));
+  return c.b.mul(c.cotangent, signs);
+}
+// fma(a, b, c) = a*b + c
+Value fma(Ctx &c, unsigned index) {
+  if (index == 2)
+    return c.cotangent;
+  return c.b.mul(c.cotangent, c.x(1 - index));
+}
+
+template <typename OpT, ContributionFn Fn>
+void attach(MLIRContext *context) {
+  OpT::template attachInterface<ElementwiseRule<OpT, Fn>>(*context);
+}
+template <typename... OpTs>
+void attachZero(MLIRContext *context) {
+  (OpTs::template attachInterface<ZeroDerivativeRule<OpTs>>(*context), ...);
+}
+} // namespace
+
+void mlir::ad::registerMathReverseRules(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *context, math::MathDialect *) {
+    attach<math::ExpOp, exp>(context);
+    attach<math::Exp2Op, exp2>(context);
+    attach<math::ExpM1Op, expm1>(context);
+    attach<math::LogOp, log>(context);
+    attach<math::Log2Op, log2>(context);
+    attach<math::Log10Op, log10>(context);
+    attach<math::Log1pOp, log1p>(context);
+    attach<math::SqrtOp, sqrt>(context);
+    attach<math::RsqrtOp, rsqrt>(context);
+    attach<math::CbrtOp, cbrt>(context);
+    attach<math::SinOp, sin>(context);
+    attach<math::CosOp, cos>(context);
+    attach<math::TanOp, tan>(context);
+    attach<math::AsinOp, asin>(context);
+    attach<math::AcosOp, acos>(context);
+    attach<math::AtanOp, atan>(context);
+    attach<math::Atan2Op, atan2>(context);
+    attach<math::SinhOp, sinh>(context);
+    attach<math::CoshOp, cosh>(context);
+    attach<math::TanhOp, tanh>(context);
+    attach<math::AsinhOp, asinh>(context);
+    attach<math::AcoshOp, acosh>(context);
+    attach<math::AtanhOp, atanh>(context);
+    attach<math::ErfOp, erf>(context);
+    attach<math::ErfcOp, erfc>(context);
+    attach<math::PowFOp, powf>(context);
+    attach<math::FPowIOp, fpowi>(context);
+    attach<math::AbsFOp, absf>(context);
+    attach<math::CopySignOp, copysign>(context);
+    attach<math::FmaOp, fma>(context);
+    attachZero<math::FloorOp, math::CeilOp, math::RoundOp, math::RoundEvenOp,
+               math::TruncOp>(context);
+  });
+}

@@ -1,0 +1,81 @@
+//===- Pipelines.cpp - ad-differentiate and ad-lower-to-llvm ----*- C++ -*-===//
+//
+// The named pipelines users run: differentiation alone, and differentiation
+// followed by the upstream lowering of tensors, math and control flow to the
+// LLVM dialect, ready for mlir-runner or an ExecutionEngine.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ad/Transforms/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void mlir::ad::buildDifferentiatePipeline(OpPassManager &pm) {
+  pm.addPass(createADGenerateDerivativesPass());
+  pm.addPass(createADLowerClosuresPass());
+}
+
+/// Tensors to buffers, in place where possible, with deallocation. Function
+/// arguments stay read-only so callers' buffers survive the call.
+static void addBufferization(OpPassManager &pm) {
+  pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
+  bufferization::OneShotBufferizePassOptions options;
+  options.bufferizeFunctionBoundaries = true;
+  options.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(options));
+  bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addPass(createConvertBufferizationToMemRefPass());
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+}
+
+/// Everything to the LLVM dialect. Math ops with an LLVM intrinsic use it;
+/// the rest (erf, cbrt, atan2, ...) become libm calls. f16/bf16 math is
+/// computed in f32.
+static void addLLVMConversion(OpPassManager &pm) {
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  math::MathExtendToSupportedTypesOptions extend;
+  extend.extraTypeStrs = {"f32"};
+  pm.addNestedPass<func::FuncOp>(math::createMathExtendToSupportedTypes(extend));
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addNestedPass<func::FuncOp>(arith::createArithExpandOpsPass());
+  pm.addPass(createConvertVectorToLLVMPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createUBToLLVMConversionPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+void mlir::ad::buildLowerToLLVMPipeline(OpPassManager &pm) {
+  buildDifferentiatePipeline(pm);
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  addBufferization(pm);
+  addLLVMConversion(pm);
+}
+
+void mlir::ad::registerADPipelines() {
+  PassPipelineRegistration<>(
+      "ad-differentiate",
+      "Differentiate every ad op, leaving only upstream dialects",
+      buildDifferentiatePipeline);
+  PassPipelineRegistration<>(
+      "ad-lower-to-llvm",
+      "Differentiate, bufferize and lower a module to the LLVM dialect",
+      buildLowerToLLVMPipeline);
+}
