@@ -64,4 +64,16 @@ def ADLowerClosuresPass : Pass<"ad-lower-closures", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
+def ADLegalizeForLLVMPass : Pass<"ad-legalize-for-llvm"> {
+  let summary = "Work around gaps in the upstream arith-to-LLVM lowering";
+  let description = [{
+    Drops the `fastmath` flags of `arith.extf` and `arith.truncf`. Upstream
+    `convert-arith-to-llvm` (LLVM 22) copies them onto `llvm.fpext` and
+    `llvm.fptrunc` as a raw `#arith.fastmath` attribute, which makes the
+    printed LLVM dialect unreadable for `mlir-runner`. The flags mean
+    nothing for a conversion; `math-extend-to-supported-types` adds them
+    when it computes f16/bf16 math in f32. Run before `convert-arith-to-llvm`.
+  }];
+}
+
 #endif // AD_PASSES_TD

@@ -53,6 +53,7 @@ static void addLLVMConversion(OpPassManager &pm) {
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   pm.addNestedPass<func::FuncOp>(arith::createArithExpandOpsPass());
+  pm.addPass(ad::createADLegalizeForLLVMPass());
   pm.addPass(createConvertVectorToLLVMPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertControlFlowToLLVMPass());

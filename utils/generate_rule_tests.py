@@ -1,0 +1,292 @@
+#!/usr/bin/env python3
+"""Generates the per-rule execution tests in test/Integration/Rules.
+
+Each case is a tiny function exercising one derivative rule. The test file
+for element type T holds the case in T, the same case in f64 as the
+reference, and a check per case and input point that compares the gradient
+from `ad.grad` (computed in T) with a central finite difference of the f64
+reference at the same point (the T-rounded point, extended exactly to f64).
+A check prints "<case> p<point> d<argument>: ok" when
+
+    |gradient - fd| <= tol(T) * max(|fd|, 0.01)
+
+and "FAIL" with both numbers otherwise. The tolerances are justified in
+docs/Testing.md. Regenerate with:
+
+    /usr/bin/python3 utils/generate_rule_tests.py test/Integration/Rules
+"""
+
+import os
+import sys
+
+TOLERANCE = {"f64": 1e-6, "f32": 1e-5, "f16": 5e-3, "bf16": 2e-2}
+WIDER = {"f16": "f32", "bf16": "f32", "f32": "f64"}
+
+
+def unary(op):
+    return lambda t: [f"%r = {op} %a : {t}"]
+
+
+def binary(op):
+    return lambda t: [f"%r = {op} %a, %b : {t}"]
+
+
+def ternary(op):
+    return lambda t: [f"%r = {op} %a, %b, %c : {t}"]
+
+
+def compose(inner, outer):
+    """outer(inner(args)) keeps points away from rules' singularities."""
+    return lambda t: [f"%s = {inner} %a : {t}", f"%r = {outer} %s : {t}"]
+
+
+def select_case(t):
+    return [f"%c = arith.cmpf olt, %a, %b : {t}",
+            f"%m = arith.mulf %a, %b : {t}",
+            f"%r = arith.select %c, %m, %b : {t}"]
+
+
+def extf_case(t):
+    if t not in WIDER:
+        return None
+    w = WIDER[t]
+    return [f"%e = arith.extf %a : {t} to {w}",
+            f"%s = math.sin %e : {w}",
+            f"%r = arith.truncf %s : {w} to {t}"]
+
+
+def truncf_case(t):
+    if t not in WIDER:
+        return None
+    w = WIDER[t]
+    return [f"%e = arith.extf %a : {t} to {w}",
+            f"%m = arith.mulf %e, %e : {w}",
+            f"%r = arith.truncf %m : {w} to {t}"]
+
+
+def fpowi_case(exponent):
+    return lambda t: [f"%n = arith.constant {exponent} : i32",
+                      f"%r = math.fpowi %a, %n : {t}, i32"]
+
+
+def sitofp_case(t):
+    # A gradient path through an integer: x * float(int(x)) has derivative
+    # float(int(x)) away from integers.
+    return [f"%i = arith.fptosi %a : {t} to i32",
+            f"%f = arith.sitofp %i : i32 to {t}",
+            f"%r = arith.mulf %a, %f : {t}"]
+
+
+def rounding_case(op):
+    # x * round(x): derivative round(x) away from the jumps.
+    return lambda t: [f"%s = {op} %a : {t}", f"%r = arith.mulf %a, %s : {t}"]
+
+
+# name -> (arity, body(T) -> lines or None, points, reference body or None)
+ARITH = {
+    "addf": (2, binary("arith.addf"), [(0.5, -1.25), (3.0, 2.0)]),
+    "subf": (2, binary("arith.subf"), [(0.5, -1.25), (3.0, 2.0)]),
+    "mulf": (2, binary("arith.mulf"), [(0.5, -1.25), (3.0, 2.0)]),
+    "divf": (2, binary("arith.divf"), [(0.5, -1.25), (3.0, 2.0)]),
+    "negf": (1, unary("arith.negf"), [(0.5,), (-2.0,)]),
+    "remf": (2, binary("arith.remf"), [(5.3, 2.1), (-7.4, 2.3)]),
+    "maximumf": (2, binary("arith.maximumf"), [(0.5, -1.25), (-3.0, 2.0)]),
+    "minimumf": (2, binary("arith.minimumf"), [(0.5, -1.25), (-3.0, 2.0)]),
+    "maxnumf": (2, binary("arith.maxnumf"), [(0.5, -1.25), (-3.0, 2.0)]),
+    "minnumf": (2, binary("arith.minnumf"), [(0.5, -1.25), (-3.0, 2.0)]),
+    "select": (2, select_case, [(0.5, 1.25), (3.0, 2.0)]),
+    "extf": (1, extf_case, [(0.5,), (-2.0,)], unary("math.sin")),
+    "truncf": (1, truncf_case, [(0.5,), (-2.0,)],
+               lambda t: [f"%r = arith.mulf %a, %a : {t}"]),
+    "sitofp": (1, sitofp_case, [(2.5,), (-1.5,)]),
+}
+
+MATH = {
+    "exp": (1, unary("math.exp"), [(0.5,), (-1.5,)]),
+    "exp2": (1, unary("math.exp2"), [(0.5,), (-1.5,)]),
+    "expm1": (1, unary("math.expm1"), [(0.5,), (-1.5,)]),
+    "log": (1, unary("math.log"), [(0.5,), (3.0,)]),
+    "log2": (1, unary("math.log2"), [(0.5,), (3.0,)]),
+    "log10": (1, unary("math.log10"), [(0.5,), (3.0,)]),
+    "log1p": (1, unary("math.log1p"), [(0.5,), (-0.5,)]),
+    "sqrt": (1, unary("math.sqrt"), [(0.5,), (3.0,)]),
+    "rsqrt": (1, unary("math.rsqrt"), [(0.5,), (3.0,)]),
+    "cbrt": (1, unary("math.cbrt"), [(0.5,), (-3.0,)]),
+    "sin": (1, unary("math.sin"), [(0.5,), (2.5,)]),
+    "cos": (1, unary("math.cos"), [(0.5,), (2.5,)]),
+    "tan": (1, unary("math.tan"), [(0.5,), (-1.0,)]),
+    "asin": (1, unary("math.asin"), [(0.5,), (-0.25,)]),
+    "acos": (1, unary("math.acos"), [(0.5,), (-0.25,)]),
+    "atan": (1, unary("math.atan"), [(0.5,), (-2.0,)]),
+    "atan2": (2, binary("math.atan2"), [(0.5, 1.5), (1.0, -2.0)]),
+    "sinh": (1, unary("math.sinh"), [(0.5,), (-1.5,)]),
+    "cosh": (1, unary("math.cosh"), [(0.5,), (-1.5,)]),
+    "tanh": (1, unary("math.tanh"), [(0.5,), (-1.5,)]),
+    "asinh": (1, unary("math.asinh"), [(0.5,), (-2.0,)]),
+    "acosh": (1, unary("math.acosh"), [(1.5,), (3.0,)]),
+    "atanh": (1, unary("math.atanh"), [(0.5,), (-0.25,)]),
+    "erf": (1, unary("math.erf"), [(0.5,), (-1.25,)]),
+    "erfc": (1, unary("math.erfc"), [(0.5,), (-1.25,)]),
+    "powf": (2, binary("math.powf"), [(1.5, 2.5), (0.75, -1.5)]),
+    "fpowi3": (1, fpowi_case(3), [(1.5,), (-0.75,)]),
+    "fpowi_neg2": (1, fpowi_case(-2), [(1.5,), (-0.75,)]),
+    "absf": (1, unary("math.absf"), [(0.5,), (-2.0,)]),
+    "copysign": (2, binary("math.copysign"), [(0.5, -2.0), (-1.5, 3.0)]),
+    "fma": (3, ternary("math.fma"), [(0.5, -1.25, 2.0), (3.0, 2.0, -1.0)]),
+    "floor": (1, rounding_case("math.floor"), [(2.25,), (-1.75,)]),
+    "ceil": (1, rounding_case("math.ceil"), [(2.25,), (-1.75,)]),
+    "round": (1, rounding_case("math.round"), [(2.25,), (-1.75,)]),
+    "roundeven": (1, rounding_case("math.roundeven"), [(2.25,), (-1.75,)]),
+    "trunc": (1, rounding_case("math.trunc"), [(2.25,), (-1.75,)]),
+}
+
+ARG_NAMES = ["a", "b", "c"]
+
+
+def function(name, arity, body, t):
+    args = ", ".join(f"%{ARG_NAMES[i]}: {t}" for i in range(arity))
+    lines = [f"func.func @{name}({args}) -> {t} {{"]
+    lines += ["  " + line for line in body]
+    lines += [f"  return %r : {t}", "}"]
+    return lines
+
+
+def convert(value, src, dst):
+    """MLIR op converting `value` between float types (none if equal)."""
+    if src == dst:
+        return None
+    op = "arith.truncf" if dst != "f64" and src == "f64" else "arith.extf"
+    return f"{op} %{value} : {src} to {dst}"
+
+
+def check_function(name, arity, t):
+    """Checks the gradient of @name (type t) against FD of @name_ref (f64)."""
+    args = ", ".join(f"%p{i}: f64" for i in range(arity))
+    out = [f"func.func @check_{name}(%point: i64, {args}) {{"]
+    typed, exact = [], []
+    for i in range(arity):
+        conv = convert(f"p{i}", "f64", t)
+        if conv:
+            out.append(f"  %x{i} = {conv}")
+            out.append(f"  %e{i} = arith.extf %x{i} : {t} to f64")
+            typed.append(f"%x{i}"), exact.append(f"%e{i}")
+        else:
+            typed.append(f"%p{i}"), exact.append(f"%p{i}")
+    grads = ", ".join(f"%g{i}" for i in range(arity))
+    types = ", ".join([t] * arity)
+    out.append(f"  {grads} = ad.grad @case_{name}({', '.join(typed)}) : "
+               f"({types}) -> ({types})")
+    out.append(f"  %tol = arith.constant {TOLERANCE[t]:e} : f64")
+    for i in range(arity):
+        g = f"%g{i}"
+        if t != "f64":
+            out.append(f"  %gw{i} = arith.extf %g{i} : {t} to f64")
+            g = f"%gw{i}"
+        plus = list(exact)
+        minus = list(exact)
+        plus[i], minus[i] = f"%xp{i}", f"%xm{i}"
+        out += [
+            f"  %xp{i}, %xm{i} = func.call @step({exact[i]}) : (f64) -> (f64, f64)",
+            f"  %fp{i} = func.call @case_{name}_ref({', '.join(plus)}) : "
+            f"({', '.join(['f64'] * arity)}) -> f64",
+            f"  %fm{i} = func.call @case_{name}_ref({', '.join(minus)}) : "
+            f"({', '.join(['f64'] * arity)}) -> f64",
+            f"  %df{i} = arith.subf %fp{i}, %fm{i} : f64",
+            f"  %dx{i} = arith.subf %xp{i}, %xm{i} : f64",
+            f"  %fd{i} = arith.divf %df{i}, %dx{i} : f64",
+            f'  vector.print str "{name} p"',
+            "  vector.print %point : i64 punctuation <no_punctuation>",
+            f'  vector.print str " d{ARG_NAMES[i]}: "',
+            f"  func.call @report({g}, %fd{i}, %tol) : (f64, f64, f64) -> ()",
+        ]
+    out += ["  return", "}"]
+    return out
+
+
+HELPERS = """\
+// x +- h with h = 1e-5 * max(1, |x|): central differences in f64 then err
+// by about 1e-10 relative for the smooth cases here.
+func.func @step(%x: f64) -> (f64, f64) {
+  %one = arith.constant 1.0 : f64
+  %eps = arith.constant 1.0e-5 : f64
+  %ax = math.absf %x : f64
+  %s = arith.maximumf %ax, %one : f64
+  %h = arith.mulf %s, %eps : f64
+  %p = arith.addf %x, %h : f64
+  %m = arith.subf %x, %h : f64
+  return %p, %m : f64, f64
+}
+
+// Prints "ok" when |g - fd| <= tol * max(|fd|, 0.01), else both numbers.
+func.func @report(%g: f64, %fd: f64, %tol: f64) {
+  %floor = arith.constant 1.0e-2 : f64
+  %d = arith.subf %g, %fd : f64
+  %ad = math.absf %d : f64
+  %afd = math.absf %fd : f64
+  %scale = arith.maximumf %afd, %floor : f64
+  %bound = arith.mulf %tol, %scale : f64
+  %ok = arith.cmpf ole, %ad, %bound : f64
+  scf.if %ok {
+    vector.print str "ok\\n"
+  } else {
+    vector.print str "FAIL gradient "
+    vector.print %g : f64 punctuation <no_punctuation>
+    vector.print str " finite difference "
+    vector.print %fd : f64
+  }
+  return
+}
+"""
+
+
+def generate(dialect, cases, t):
+    lines = [
+        f"// Generated by utils/generate_rule_tests.py: do not edit.",
+        f"// Reverse rules of the {dialect} dialect in {t}: ad.grad against "
+        f"central finite",
+        f"// differences of the f64 reference, tolerance {TOLERANCE[t]:g} "
+        f"(docs/Testing.md).",
+        "// RUN: ad-opt %s --ad-lower-to-llvm | %run | FileCheck %s",
+        "",
+    ]
+    checks, calls = [], []
+    for name, spec in cases.items():
+        arity, body, points = spec[0], spec[1], spec[2]
+        ref = spec[3] if len(spec) > 3 else body
+        typed_body = body(t)
+        if typed_body is None:
+            continue
+        # Prefixed: a bare @erf or @sin would clash with the libm symbols the
+        # math lowering calls.
+        lines += function(f"case_{name}", arity, typed_body, t) + [""]
+        lines += function(f"case_{name}_ref", arity, ref("f64"), "f64") + [""]
+        lines += check_function(name, arity, t) + [""]
+        for index, point in enumerate(points):
+            consts = []
+            for i, v in enumerate(point):
+                calls.append(f"  %{name}_{index}_{i} = arith.constant {v!r} : f64")
+                consts.append(f"%{name}_{index}_{i}")
+            calls.append(f"  %{name}_{index}_id = arith.constant {index} : i64")
+            calls.append(
+                f"  func.call @check_{name}(%{name}_{index}_id, {', '.join(consts)})"
+                f" : (i64, {', '.join(['f64'] * arity)}) -> ()")
+            for i in range(arity):
+                checks.append(f"// CHECK: {name} p{index} d{ARG_NAMES[i]}: ok")
+    lines += HELPERS.splitlines() + [""]
+    lines += ["func.func @main() {"] + calls + ["  return", "}", ""]
+    lines += ["// CHECK-NOT: FAIL"] + checks + ["// CHECK-NOT: FAIL", ""]
+    return "\n".join(lines)
+
+
+def main():
+    out_dir = sys.argv[1] if len(sys.argv) > 1 else "test/Integration/Rules"
+    os.makedirs(out_dir, exist_ok=True)
+    for dialect, cases in (("arith", ARITH), ("math", MATH)):
+        for t in TOLERANCE:
+            path = os.path.join(out_dir, f"{dialect}-{t}.mlir")
+            with open(path, "w") as f:
+                f.write(generate(dialect, cases, t))
+
+
+if __name__ == "__main__":
+    main()
