@@ -126,7 +126,7 @@ def AD_PullbackOp : AD_Op<"pullback", [
   let arguments = (ins AD_PullbackType:$pullback, Variadic<AnyType>:$cotangents);
   let results = (outs Variadic<AnyType>:$gradients);
   let assemblyFormat = [{
-    $pullback `(` $cotangents `)` attr-dict `:` type($pullback)
+    $pullback `(` $cotangents `)` attr-dict `:` qualified(type($pullback))
   }];
 }
 

@@ -130,12 +130,13 @@ static LogicalResult verifyScalarCallee(Operation *op, func::FuncOp callee) {
       scalar = tensor.getRank() == 0;
   if (scalar)
     return success();
-  InFlightDiagnostic diag =
-      op->emitOpError() << "needs @" << callee.getSymName()
-                        << " to return exactly one float scalar or rank-0 "
-                           "tensor of floats, but it returns (";
-  llvm::interleaveComma(results, diag);
-  return diag << ")";
+  std::string returned;
+  llvm::raw_string_ostream os(returned);
+  llvm::interleaveComma(results, os);
+  return op->emitOpError() << "needs @" << callee.getSymName()
+                           << " to return exactly one float scalar or rank-0 "
+                              "tensor of floats, but it returns ("
+                           << returned << ")";
 }
 
 PullbackType mlir::ad::getPullbackTypeOf(func::FuncOp callee,

@@ -18,17 +18,14 @@ using namespace mlir::ad;
 
 namespace {
 
-/// The callee of `call` and the positions of its active operands, or failure
-/// (with a diagnostic) when the callee has no body to differentiate.
+/// The derivative functions of the callee of `call` with respect to its
+/// active operands, or failure (with a diagnostic).
 static FailureOr<DerivativeFunctions>
 lookupCalleeDerivative(func::CallOp call, DifferentiationEmitter &emitter) {
+  // The verifier of func.call guarantees the callee exists.
   auto callee =
       SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(call,
                                                          call.getCalleeAttr());
-  if (!callee || callee.isExternal())
-    return call.emitError() << "cannot differentiate this call: "
-                            << call.getCalleeAttr()
-                            << " has no body in this module";
   SmallVector<int64_t> wrt;
   for (auto [index, operand] : llvm::enumerate(call.getOperands()))
     if (emitter.isActive(operand))

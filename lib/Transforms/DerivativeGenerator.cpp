@@ -171,6 +171,12 @@ DerivativeGenerator::getOrCreate(func::FuncOp callee, ArrayRef<int64_t> wrt,
   auto it = generated.find(key);
   if (it != generated.end())
     return it->second;
+  if (callee.isExternal()) {
+    emitError(requester, "cannot differentiate this call: '" +
+                             callee.getSymName() +
+                             "' has no body in this module");
+    return failure();
+  }
   if (inProgress.contains(callee)) {
     emitError(requester, "cannot differentiate the recursive call of '" +
                              callee.getSymName() +

@@ -1,0 +1,255 @@
+// RUN: ad-opt %s --split-input-file --verify-diagnostics
+
+// expected-error @+1 {{cotangent #0 of a pullback has type 'i32', which is not differentiable (expected a float or a ranked tensor of floats)}}
+func.func private @bad_pullback_type(!ad.pullback<(i32) -> f64>)
+
+// -----
+
+// expected-error @+1 {{gradient #1 of a pullback has type 'tensor<4xi32>', which is not differentiable}}
+func.func private @bad_pullback_type(!ad.pullback<(f64) -> (f64, tensor<4xi32>)>)
+
+// -----
+
+func.func @caller(%x: f64) -> f64 {
+  // expected-error @+1 {{'ad.grad' op callee @missing does not reference a symbol in this module}}
+  %g = ad.grad @missing(%x) : (f64) -> f64
+  return %g : f64
+}
+
+// -----
+
+memref.global "private" @not_a_function : memref<2xf64>
+
+func.func @caller(%x: f64) -> f64 {
+  // expected-error @+1 {{'ad.grad' op callee @not_a_function is a 'memref.global', expected a 'func.func'}}
+  %g = ad.grad @not_a_function(%x) : (f64) -> f64
+  return %g : f64
+}
+
+// -----
+
+func.func private @declared(%x: f64) -> f64
+
+func.func @caller(%x: f64) -> f64 {
+  // expected-error @+1 {{'ad.grad' op callee @declared is a declaration; only functions with a body can be differentiated}}
+  %g = ad.grad @declared(%x) : (f64) -> f64
+  return %g : f64
+}
+
+// -----
+
+func.func @f(%x: f64, %y: f64) -> f64 {
+  return %x : f64
+}
+
+func.func @caller(%x: f64) -> f64 {
+  // expected-error @+1 {{'ad.grad' op has 1 operands but @f takes 2 arguments}}
+  %g = ad.grad @f(%x) : (f64) -> f64
+  return %g : f64
+}
+
+// -----
+
+func.func @f(%x: f64) -> f64 {
+  return %x : f64
+}
+
+func.func @caller(%x: f32) -> f32 {
+  // expected-error @+1 {{'ad.grad' op operand #0 has type 'f32' but @f expects 'f64'}}
+  %g = ad.grad @f(%x) : (f32) -> f32
+  return %g : f32
+}
+
+// -----
+
+func.func @f(%x: f64, %n: index) -> f64 {
+  return %x : f64
+}
+
+func.func @caller(%x: f64, %n: index) -> f64 {
+  // expected-error @+1 {{'ad.grad' op wrt position 2 is out of range for @f, which has 2 arguments}}
+  %g = ad.grad @f(%x, %n) {wrt = array<i64: 2>} : (f64, index) -> f64
+  return %g : f64
+}
+
+// -----
+
+func.func @f(%x: f64, %y: f64) -> f64 {
+  return %x : f64
+}
+
+func.func @caller(%x: f64) -> (f64, f64) {
+  // expected-error @+1 {{'ad.grad' op wrt positions must be strictly increasing}}
+  %g:2 = ad.grad @f(%x, %x) {wrt = array<i64: 1, 0>} : (f64, f64) -> (f64, f64)
+  return %g#0, %g#1 : f64, f64
+}
+
+// -----
+
+func.func @f(%x: f64, %n: index) -> f64 {
+  return %x : f64
+}
+
+func.func @caller(%x: f64, %n: index) -> index {
+  // expected-error @+1 {{'ad.grad' op wrt position 1 names an argument of type 'index', which is not differentiable (expected a float or a ranked tensor of floats)}}
+  %g = ad.grad @f(%x, %n) {wrt = array<i64: 1>} : (f64, index) -> index
+  return %g : index
+}
+
+// -----
+
+func.func @two_results(%x: f64) -> (f64, f64) {
+  return %x, %x : f64, f64
+}
+
+func.func @caller(%x: f64) -> f64 {
+  // expected-error @+1 {{'ad.grad' op needs @two_results to return exactly one float scalar or rank-0 tensor of floats, but it returns (f64, f64)}}
+  %g = ad.grad @two_results(%x) : (f64) -> f64
+  return %g : f64
+}
+
+// -----
+
+func.func @int_result(%x: f64) -> i32 {
+  %i = arith.fptosi %x : f64 to i32
+  return %i : i32
+}
+
+func.func @caller(%x: f64) -> f64 {
+  // expected-error @+1 {{'ad.value_and_grad' op needs @int_result to return exactly one float scalar or rank-0 tensor of floats, but it returns (i32)}}
+  %y, %g = ad.value_and_grad @int_result(%x) : (f64) -> (i32, f64)
+  return %g : f64
+}
+
+// -----
+
+func.func @vector_result(%x: tensor<2xf64>) -> tensor<2xf64> {
+  return %x : tensor<2xf64>
+}
+
+func.func @caller(%x: tensor<2xf64>) -> tensor<2xf64> {
+  // expected-error @+1 {{'ad.grad' op needs @vector_result to return exactly one float scalar or rank-0 tensor of floats, but it returns (tensor<2xf64>)}}
+  %g = ad.grad @vector_result(%x) : (tensor<2xf64>) -> tensor<2xf64>
+  return %g : tensor<2xf64>
+}
+
+// -----
+
+func.func @f(%x: f64, %y: f64) -> f64 {
+  return %x : f64
+}
+
+func.func @caller(%x: f64) -> f64 {
+  // expected-error @+1 {{'ad.grad' op expected 2 gradient results (one per differentiated argument), got 1}}
+  %g = ad.grad @f(%x, %x) : (f64, f64) -> f64
+  return %g : f64
+}
+
+// -----
+
+func.func @f(%x: f64, %y: tensor<2xf64>) -> f64 {
+  return %x : f64
+}
+
+func.func @caller(%x: f64, %y: tensor<2xf64>) -> f64 {
+  // expected-error @+1 {{'ad.grad' op result #1 has type 'f64' but the gradient of its argument has type 'tensor<2xf64>'}}
+  %g:2 = ad.grad @f(%x, %y) : (f64, tensor<2xf64>) -> (f64, f64)
+  return %g#0 : f64
+}
+
+// -----
+
+func.func @f(%x: f64) -> f64 {
+  return %x : f64
+}
+
+func.func @caller(%x: f64) -> f32 {
+  // expected-error @+1 {{'ad.value_and_grad' op result #0 has type 'f32' but @f returns 'f64'}}
+  %y, %g = ad.value_and_grad @f(%x) : (f64) -> (f32, f64)
+  return %y : f32
+}
+
+// -----
+
+func.func @f(%x: f64) -> f64 {
+  return %x : f64
+}
+
+func.func @caller(%x: f64) -> f64 {
+  // expected-error @+1 {{'ad.value_and_grad' op result #1 has type 'f32' but the gradient of its argument has type 'f64'}}
+  %y, %g = ad.value_and_grad @f(%x) : (f64) -> (f64, f32)
+  return %y : f64
+}
+
+// -----
+
+func.func @f(%x: f64) -> (f64, i32) {
+  %i = arith.fptosi %x : f64 to i32
+  return %x, %i : f64, i32
+}
+
+func.func @caller(%x: f64) {
+  // expected-error @+1 {{'ad.forward' op expected 2 results of @f before the pullback, got 1}}
+  %y, %pb = ad.forward @f(%x) : (f64) -> (f64, !ad.pullback<(f64) -> f64>)
+  return
+}
+
+// -----
+
+func.func @f(%x: f64) -> (f64, i32) {
+  %i = arith.fptosi %x : f64 to i32
+  return %x, %i : f64, i32
+}
+
+func.func @caller(%x: f64) {
+  // expected-error @+1 {{'ad.forward' op result #1 has type 'i64' but @f returns 'i32'}}
+  %y, %i, %pb = ad.forward @f(%x) : (f64) -> (f64, i64, !ad.pullback<(f64) -> f64>)
+  return
+}
+
+// -----
+
+func.func @f(%x: f64) -> (f64, i32) {
+  %i = arith.fptosi %x : f64 to i32
+  return %x, %i : f64, i32
+}
+
+func.func @caller(%x: f64) {
+  // expected-error @+1 {{'ad.forward' op pullback has type '!ad.pullback<(f64) -> f32>' but differentiating @f with respect to these arguments gives '!ad.pullback<(f64) -> f64>'}}
+  %y, %i, %pb = ad.forward @f(%x) : (f64) -> (f64, i32, !ad.pullback<(f64) -> f32>)
+  return
+}
+
+// -----
+
+func.func @caller(%pb: !ad.pullback<(f64) -> f64>, %dy: f32) -> f64 {
+  // expected-error @+1 {{'ad.pullback' op failed to verify that cotangent types match the pullback signature}}
+  %g = "ad.pullback"(%pb, %dy) : (!ad.pullback<(f64) -> f64>, f32) -> f64
+  return %g : f64
+}
+
+// -----
+
+func.func @caller(%pb: !ad.pullback<(f64) -> f64>, %dy: f64) -> f32 {
+  // expected-error @+1 {{'ad.pullback' op failed to verify that gradient types match the pullback signature}}
+  %g = "ad.pullback"(%pb, %dy) : (!ad.pullback<(f64) -> f64>, f64) -> f32
+  return %g : f32
+}
+
+// -----
+
+func.func @caller(%t: f64) {
+  // expected-error @+1 {{'ad.make_pullback' op callee @nowhere does not reference a 'func.func'}}
+  %pb = ad.make_pullback @nowhere(%t) : (f64) -> !ad.pullback<(f64) -> f64>
+  return
+}
+
+// -----
+
+func.func private @pb(%t: f64, %dy: f64) -> f32
+
+func.func @caller(%t: f64) {
+  // expected-error @+1 {{'ad.make_pullback' op callee @pb has type '(f64, f64) -> f32' but capturing these values for this closure needs '(f64, f64) -> f64'}}
+  %pb = ad.make_pullback @pb(%t) : (f64) -> !ad.pullback<(f64) -> f64>
+  return
+}

@@ -1,0 +1,63 @@
+// RUN: ad-opt %s | ad-opt | FileCheck %s
+// RUN: ad-opt %s --mlir-print-op-generic | ad-opt | FileCheck %s
+
+func.func @f(%x: f64, %w: tensor<4xf64>, %n: index) -> f64 {
+  return %x : f64
+}
+
+func.func @two(%x: f32, %k: i32) -> (f32, i32, tensor<?xf32>) {
+  %c3 = arith.constant 3 : index
+  %t = tensor.empty(%c3) : tensor<?xf32>
+  return %x, %k, %t : f32, i32, tensor<?xf32>
+}
+
+// CHECK-LABEL: func.func @grad
+func.func @grad(%x: f64, %w: tensor<4xf64>, %n: index) -> (f64, tensor<4xf64>) {
+  // CHECK: ad.grad @f(%{{.*}}, %{{.*}}, %{{.*}}) : (f64, tensor<4xf64>, index) -> (f64, tensor<4xf64>)
+  %gx, %gw = ad.grad @f(%x, %w, %n) : (f64, tensor<4xf64>, index) -> (f64, tensor<4xf64>)
+  return %gx, %gw : f64, tensor<4xf64>
+}
+
+// CHECK-LABEL: func.func @grad_wrt
+func.func @grad_wrt(%x: f64, %w: tensor<4xf64>, %n: index) -> tensor<4xf64> {
+  // CHECK: ad.grad @f(%{{.*}}) {wrt = array<i64: 1>} : (f64, tensor<4xf64>, index) -> tensor<4xf64>
+  %gw = ad.grad @f(%x, %w, %n) {wrt = array<i64: 1>} : (f64, tensor<4xf64>, index) -> tensor<4xf64>
+  return %gw : tensor<4xf64>
+}
+
+// CHECK-LABEL: func.func @value_and_grad
+func.func @value_and_grad(%x: f64, %w: tensor<4xf64>, %n: index) -> (f64, f64, tensor<4xf64>) {
+  // CHECK: ad.value_and_grad @f({{.*}}) : (f64, tensor<4xf64>, index) -> (f64, f64, tensor<4xf64>)
+  %y, %gx, %gw = ad.value_and_grad @f(%x, %w, %n)
+      : (f64, tensor<4xf64>, index) -> (f64, f64, tensor<4xf64>)
+  return %y, %gx, %gw : f64, f64, tensor<4xf64>
+}
+
+// CHECK-LABEL: func.func @forward_pullback
+func.func @forward_pullback(%x: f64, %w: tensor<4xf64>, %n: index, %dy: f64) -> (f64, tensor<4xf64>) {
+  // CHECK: %[[Y:.*]], %[[PB:.*]] = ad.forward @f({{.*}}) : (f64, tensor<4xf64>, index) -> (f64, !ad.pullback<(f64) -> (f64, tensor<4xf64>)>)
+  %y, %pb = ad.forward @f(%x, %w, %n)
+      : (f64, tensor<4xf64>, index) -> (f64, !ad.pullback<(f64) -> (f64, tensor<4xf64>)>)
+  // CHECK: ad.pullback %[[PB]](%{{.*}}) : !ad.pullback<(f64) -> (f64, tensor<4xf64>)>
+  %gx, %gw = ad.pullback %pb(%dy) : !ad.pullback<(f64) -> (f64, tensor<4xf64>)>
+  return %gx, %gw : f64, tensor<4xf64>
+}
+
+// Integer results take no cotangent; dynamic tensors are differentiable.
+// CHECK-LABEL: func.func @forward_several_results
+func.func @forward_several_results(%x: f32, %k: i32, %d0: f32, %d1: tensor<?xf32>) -> f32 {
+  // CHECK: ad.forward @two({{.*}}) {wrt = array<i64: 0>} : (f32, i32) -> (f32, i32, tensor<?xf32>, !ad.pullback<(f32, tensor<?xf32>) -> f32>)
+  %a, %b, %c, %pb = ad.forward @two(%x, %k) {wrt = array<i64: 0>}
+      : (f32, i32) -> (f32, i32, tensor<?xf32>, !ad.pullback<(f32, tensor<?xf32>) -> f32>)
+  %g = ad.pullback %pb(%d0, %d1) : !ad.pullback<(f32, tensor<?xf32>) -> f32>
+  return %g : f32
+}
+
+func.func private @f_pb(%t: f64, %dy: f64) -> f64
+
+// CHECK-LABEL: func.func @make_pullback
+func.func @make_pullback(%t: f64) -> !ad.pullback<(f64) -> f64> {
+  // CHECK: ad.make_pullback @f_pb(%{{.*}}) : (f64) -> !ad.pullback<(f64) -> f64>
+  %pb = ad.make_pullback @f_pb(%t) : (f64) -> !ad.pullback<(f64) -> f64>
+  return %pb : !ad.pullback<(f64) -> f64>
+}

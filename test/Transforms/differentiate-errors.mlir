@@ -1,0 +1,134 @@
+// RUN: ad-opt %s --split-input-file --ad-differentiate --verify-diagnostics
+
+// A float computed from a float through an integer bitcast has no rule: an
+// error at that op, not a silently zero gradient.
+func.func @bits(%x: f64) -> f64 {
+  %i = arith.bitcast %x : f64 to i64
+  // expected-error @+1 {{no derivative rule for 'arith.bitcast', whose result depends on a differentiated argument}}
+  %y = arith.bitcast %i : i64 to f64
+  return %y : f64
+}
+
+func.func @caller(%x: f64) -> f64 {
+  // expected-note @+1 {{while differentiating this call of @bits}}
+  %g = ad.grad @bits(%x) : (f64) -> f64
+  return %g : f64
+}
+
+// -----
+
+// The error names the op inside the callee and notes the call chain.
+func.func @inner(%x: f64) -> f64 {
+  %i = arith.bitcast %x : f64 to i64
+  // expected-error @+1 {{no derivative rule for 'arith.bitcast'}}
+  %y = arith.bitcast %i : i64 to f64
+  return %y : f64
+}
+
+func.func @outer(%x: f64) -> f64 {
+  // expected-note @+1 {{while differentiating this call of @inner}}
+  %y = func.call @inner(%x) : (f64) -> f64
+  return %y : f64
+}
+
+func.func @caller(%x: f64) -> f64 {
+  // expected-note @+1 {{while differentiating this call of @outer}}
+  %g = ad.grad @outer(%x) : (f64) -> f64
+  return %g : f64
+}
+
+// -----
+
+func.func @power(%x: f64, %n: i32) -> f64 {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %done = arith.cmpi eq, %n, %c0 : i32
+  %m = arith.subi %n, %c1 : i32
+  // expected-error @+1 {{cannot differentiate the recursive call of 'power': reverse mode through recursion is not supported yet}}
+  %r = func.call @power(%x, %m) : (f64, i32) -> f64
+  %p = arith.mulf %r, %x : f64
+  %one = arith.constant 1.0 : f64
+  %y = arith.select %done, %one, %p : f64
+  return %y : f64
+}
+
+func.func @caller(%x: f64, %n: i32) -> f64 {
+  // expected-note @+1 {{while differentiating this call of @power}}
+  %g = ad.grad @power(%x, %n) : (f64, i32) -> f64
+  return %g : f64
+}
+
+// -----
+
+func.func private @external(f64) -> f64
+
+func.func @calls_external(%x: f64) -> f64 {
+  // expected-error @+1 {{cannot differentiate this call: 'external' has no body in this module}}
+  %y = func.call @external(%x) : (f64) -> f64
+  return %y : f64
+}
+
+func.func @caller(%x: f64) -> f64 {
+  // expected-note @+1 {{while differentiating this call of @calls_external}}
+  %g = ad.grad @calls_external(%x) : (f64) -> f64
+  return %g : f64
+}
+
+// -----
+
+// expected-error @+1 {{cannot differentiate 'branchy': functions with several blocks (unstructured control flow) are not supported yet}}
+func.func @branchy(%x: f64, %c: i1) -> f64 {
+  cf.cond_br %c, ^a, ^b
+^a:
+  return %x : f64
+^b:
+  %y = arith.negf %x : f64
+  return %y : f64
+}
+
+func.func @caller(%x: f64, %c: i1) -> f64 {
+  // expected-note @+1 {{while differentiating this call of @branchy}}
+  %g = ad.grad @branchy(%x, %c) : (f64, i1) -> f64
+  return %g : f64
+}
+
+// -----
+
+func.func @loop(%x: f64) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %c1 = arith.constant 1 : index
+  // expected-error @+1 {{no derivative rule for 'scf.for'}}
+  %r = scf.for %i = %c0 to %c4 step %c1 iter_args(%acc = %x) -> (f64) {
+    %m = arith.mulf %acc, %x : f64
+    scf.yield %m : f64
+  }
+  return %r : f64
+}
+
+func.func @caller(%x: f64) -> f64 {
+  // expected-note @+1 {{while differentiating this call of @loop}}
+  %g = ad.grad @loop(%x) : (f64) -> f64
+  return %g : f64
+}
+
+// -----
+
+func.func @f(%x: f64) -> f64 {
+  %y = math.sin %x : f64
+  return %y : f64
+}
+
+func.func @escapes(%x: f64) -> !ad.pullback<(f64) -> f64> {
+  %y, %pb = ad.forward @f(%x) : (f64) -> (f64, !ad.pullback<(f64) -> f64>)
+  // expected-error @+1 {{'func.return' op uses a pullback closure, which cannot leave the function that created it yet; apply it with ad.pullback there}}
+  return %pb : !ad.pullback<(f64) -> f64>
+}
+
+// -----
+
+func.func @apply(%pb: !ad.pullback<(f64) -> f64>, %dy: f64) -> f64 {
+  // expected-error @+1 {{'ad.pullback' op applies a closure that does not come from an ad.forward in the same function; closures passed through arguments, results or control flow are not supported yet}}
+  %g = ad.pullback %pb(%dy) : !ad.pullback<(f64) -> f64>
+  return %g : f64
+}
