@@ -67,30 +67,23 @@ Value truncF(Ctx &c, unsigned) {
   return c.b.create<arith::ExtFOp>(c.op->getOperand(0).getType(), c.cotangent);
 }
 
-template <typename OpT, ContributionFn Fn>
-void attach(MLIRContext *context) {
-  OpT::template attachInterface<ElementwiseRule<OpT, Fn>>(*context);
-}
 } // namespace
 
 void mlir::ad::registerArithReverseRules(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, arith::ArithDialect *) {
-    attach<arith::AddFOp, addF>(context);
-    attach<arith::SubFOp, subF>(context);
-    attach<arith::MulFOp, mulF>(context);
-    attach<arith::DivFOp, divF>(context);
-    attach<arith::NegFOp, negF>(context);
-    attach<arith::RemFOp, remF>(context);
-    attach<arith::MaximumFOp, pickOperand>(context);
-    attach<arith::MinimumFOp, pickOperand>(context);
-    attach<arith::MaxNumFOp, pickOperand>(context);
-    attach<arith::MinNumFOp, pickOperand>(context);
-    attach<arith::SelectOp, selectF>(context);
-    attach<arith::ExtFOp, extF>(context);
-    attach<arith::TruncFOp, truncF>(context);
-    arith::SIToFPOp::attachInterface<ZeroDerivativeRule<arith::SIToFPOp>>(
-        *context);
-    arith::UIToFPOp::attachInterface<ZeroDerivativeRule<arith::UIToFPOp>>(
-        *context);
+    attachElementwiseRule<arith::AddFOp, addF>(context);
+    attachElementwiseRule<arith::SubFOp, subF>(context);
+    attachElementwiseRule<arith::MulFOp, mulF>(context);
+    attachElementwiseRule<arith::DivFOp, divF>(context);
+    attachElementwiseRule<arith::NegFOp, negF>(context);
+    attachElementwiseRule<arith::RemFOp, remF>(context);
+    attachElementwiseRule<arith::MaximumFOp, pickOperand>(context);
+    attachElementwiseRule<arith::MinimumFOp, pickOperand>(context);
+    attachElementwiseRule<arith::MaxNumFOp, pickOperand>(context);
+    attachElementwiseRule<arith::MinNumFOp, pickOperand>(context);
+    attachElementwiseRule<arith::SelectOp, selectF>(context);
+    attachElementwiseRule<arith::ExtFOp, extF>(context);
+    attachElementwiseRule<arith::TruncFOp, truncF>(context);
+    attachZeroDerivativeRules<arith::SIToFPOp, arith::UIToFPOp>(context);
   });
 }

@@ -129,6 +129,18 @@ struct ZeroDerivativeRule
   }
 };
 
+/// Attaches ElementwiseRule<OpT, Fn> to OpT.
+template <typename OpT, ContributionFn Fn>
+void attachElementwiseRule(MLIRContext *context) {
+  OpT::template attachInterface<ElementwiseRule<OpT, Fn>>(*context);
+}
+
+/// Attaches ZeroDerivativeRule to each of OpTs.
+template <typename... OpTs>
+void attachZeroDerivativeRules(MLIRContext *context) {
+  (OpTs::template attachInterface<ZeroDerivativeRule<OpTs>>(*context), ...);
+}
+
 } // namespace mlir::ad
 
 #endif // AD_LIB_RULES_ELEMENTWISERULE_H

@@ -153,49 +153,41 @@ Value fma(Ctx &c, unsigned index) {
   return c.b.mul(c.cotangent, c.x(1 - index));
 }
 
-template <typename OpT, ContributionFn Fn>
-void attach(MLIRContext *context) {
-  OpT::template attachInterface<ElementwiseRule<OpT, Fn>>(*context);
-}
-template <typename... OpTs>
-void attachZero(MLIRContext *context) {
-  (OpTs::template attachInterface<ZeroDerivativeRule<OpTs>>(*context), ...);
-}
 } // namespace
 
 void mlir::ad::registerMathReverseRules(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, math::MathDialect *) {
-    attach<math::ExpOp, exp>(context);
-    attach<math::Exp2Op, exp2>(context);
-    attach<math::ExpM1Op, expm1>(context);
-    attach<math::LogOp, log>(context);
-    attach<math::Log2Op, log2>(context);
-    attach<math::Log10Op, log10>(context);
-    attach<math::Log1pOp, log1p>(context);
-    attach<math::SqrtOp, sqrt>(context);
-    attach<math::RsqrtOp, rsqrt>(context);
-    attach<math::CbrtOp, cbrt>(context);
-    attach<math::SinOp, sin>(context);
-    attach<math::CosOp, cos>(context);
-    attach<math::TanOp, tan>(context);
-    attach<math::AsinOp, asin>(context);
-    attach<math::AcosOp, acos>(context);
-    attach<math::AtanOp, atan>(context);
-    attach<math::Atan2Op, atan2>(context);
-    attach<math::SinhOp, sinh>(context);
-    attach<math::CoshOp, cosh>(context);
-    attach<math::TanhOp, tanh>(context);
-    attach<math::AsinhOp, asinh>(context);
-    attach<math::AcoshOp, acosh>(context);
-    attach<math::AtanhOp, atanh>(context);
-    attach<math::ErfOp, erf>(context);
-    attach<math::ErfcOp, erfc>(context);
-    attach<math::PowFOp, powf>(context);
-    attach<math::FPowIOp, fpowi>(context);
-    attach<math::AbsFOp, absf>(context);
-    attach<math::CopySignOp, copysign>(context);
-    attach<math::FmaOp, fma>(context);
-    attachZero<math::FloorOp, math::CeilOp, math::RoundOp, math::RoundEvenOp,
+    attachElementwiseRule<math::ExpOp, exp>(context);
+    attachElementwiseRule<math::Exp2Op, exp2>(context);
+    attachElementwiseRule<math::ExpM1Op, expm1>(context);
+    attachElementwiseRule<math::LogOp, log>(context);
+    attachElementwiseRule<math::Log2Op, log2>(context);
+    attachElementwiseRule<math::Log10Op, log10>(context);
+    attachElementwiseRule<math::Log1pOp, log1p>(context);
+    attachElementwiseRule<math::SqrtOp, sqrt>(context);
+    attachElementwiseRule<math::RsqrtOp, rsqrt>(context);
+    attachElementwiseRule<math::CbrtOp, cbrt>(context);
+    attachElementwiseRule<math::SinOp, sin>(context);
+    attachElementwiseRule<math::CosOp, cos>(context);
+    attachElementwiseRule<math::TanOp, tan>(context);
+    attachElementwiseRule<math::AsinOp, asin>(context);
+    attachElementwiseRule<math::AcosOp, acos>(context);
+    attachElementwiseRule<math::AtanOp, atan>(context);
+    attachElementwiseRule<math::Atan2Op, atan2>(context);
+    attachElementwiseRule<math::SinhOp, sinh>(context);
+    attachElementwiseRule<math::CoshOp, cosh>(context);
+    attachElementwiseRule<math::TanhOp, tanh>(context);
+    attachElementwiseRule<math::AsinhOp, asinh>(context);
+    attachElementwiseRule<math::AcoshOp, acosh>(context);
+    attachElementwiseRule<math::AtanhOp, atanh>(context);
+    attachElementwiseRule<math::ErfOp, erf>(context);
+    attachElementwiseRule<math::ErfcOp, erfc>(context);
+    attachElementwiseRule<math::PowFOp, powf>(context);
+    attachElementwiseRule<math::FPowIOp, fpowi>(context);
+    attachElementwiseRule<math::AbsFOp, absf>(context);
+    attachElementwiseRule<math::CopySignOp, copysign>(context);
+    attachElementwiseRule<math::FmaOp, fma>(context);
+    attachZeroDerivativeRules<math::FloorOp, math::CeilOp, math::RoundOp, math::RoundEvenOp,
                math::TruncOp>(context);
   });
 }

@@ -22,13 +22,15 @@ using namespace mlir::ad;
 
 namespace {
 
-/// The forward sweep over one function.
-class ForwardSweep : public ForwardEmitter {
+/// What both sweeps answer the same way: a builder appending to the body of
+/// the function being emitted, activity, and derivatives of callees.
+template <typename EmitterT>
+class Sweep : public EmitterT {
 public:
-  ForwardSweep(DerivativeGenerator &generator,
-               const ActivityAnalysis &activity, Block *forwardBody)
+  Sweep(DerivativeGenerator &generator, const ActivityAnalysis &activity,
+        Block *body)
       : generator(generator), activity(activity),
-        builder(OpBuilder::atBlockEnd(forwardBody)) {}
+        builder(OpBuilder::atBlockEnd(body)) {}
 
   OpBuilder &getBuilder() override { return builder; }
   bool isActive(Value original) const override {
@@ -39,6 +41,17 @@ public:
                          Operation *requester) override {
     return generator.getOrCreate(callee, wrt, requester);
   }
+
+protected:
+  DerivativeGenerator &generator;
+  const ActivityAnalysis &activity;
+  OpBuilder builder;
+};
+
+/// The forward sweep over one function.
+class ForwardSweep : public Sweep<ForwardEmitter> {
+public:
+  using Sweep::Sweep;
 
   Value lookup(Value original) override { return mapping.lookup(original); }
   LogicalResult cloneOp(Operation *original) override {
@@ -54,32 +67,17 @@ public:
 
   IRMapping mapping;
   DenseMap<Operation *, SmallVector<Value>> residuals;
-
-private:
-  DerivativeGenerator &generator;
-  const ActivityAnalysis &activity;
-  OpBuilder builder;
 };
 
 /// The reverse sweep over one function. Tape arguments are inserted at the
 /// front of the pullback's entry block as rules ask for primal values.
-class ReverseSweep : public ReverseEmitter {
+class ReverseSweep : public Sweep<ReverseEmitter> {
 public:
   ReverseSweep(DerivativeGenerator &generator,
                const ActivityAnalysis &activity, ForwardSweep &forward,
                Block *pullbackBody)
-      : generator(generator), activity(activity), forward(forward),
-        body(pullbackBody), builder(OpBuilder::atBlockEnd(pullbackBody)) {}
-
-  OpBuilder &getBuilder() override { return builder; }
-  bool isActive(Value original) const override {
-    return activity.isActive(original);
-  }
-  FailureOr<DerivativeFunctions>
-  getDerivativeFunctions(func::FuncOp callee, ArrayRef<int64_t> wrt,
-                         Operation *requester) override {
-    return generator.getOrCreate(callee, wrt, requester);
-  }
+      : Sweep(generator, activity, pullbackBody), forward(forward),
+        body(pullbackBody) {}
 
   Value getPrimal(Value original) override {
     return fromForward(forward.lookup(original));
@@ -137,11 +135,8 @@ private:
     return result;
   }
 
-  DerivativeGenerator &generator;
-  const ActivityAnalysis &activity;
   ForwardSweep &forward;
   Block *body;
-  OpBuilder builder;
   DenseMap<Value, Value> availableInPullback;
   DenseMap<Value, Value> cotangents;
 };
