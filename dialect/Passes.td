@@ -48,7 +48,8 @@ def ADGenerateDerivativesPass
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
-    "::mlir::math::MathDialect"
+    "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect", "::mlir::ub::UBDialect"
   ];
 }
 

@@ -219,12 +219,159 @@ PROGRAMS = {
         [(0.7, 1.5, -0.3), (-1.2, 0.4, 0.8)]),
 }
 
+# Structured control flow: scf.for (static and dynamic bounds, any step, zero
+# iterations, float and integer iter_args, nesting, the induction variable in
+# the body) and scf.if (with results, nested, inside loops), at points that
+# take different branches and trip counts.
+CONTROL_FLOW = {
+    # x^n by repeated multiplication; n = 0 runs no iteration.
+    "power_loop": (1, program([
+        "%c0 = arith.constant 0 : index",
+        "%c1 = arith.constant 1 : index",
+        "%one = arith.constant 1.0 : {t}",
+        "%r = scf.for %i = %c0 to %n0 step %c1 iter_args(%p = %one) -> ({t}) {{",
+        "  %q = arith.mulf %p, %a : {t}",
+        "  scf.yield %q : {t}",
+        "}}"]),
+        [(1.3, 5), (0.7, 0), (-1.1, 1)], None, ["index"]),
+    # s = 0.5 s + x^2 sin(x) + y cos(x i), i = 1, 3, 5, ... < n.
+    "recurrence": (2, program([
+        "%c1 = arith.constant 1 : index",
+        "%c2 = arith.constant 2 : index",
+        "%half = arith.constant 0.5 : {t}",
+        "%r = scf.for %i = %c1 to %n0 step %c2 iter_args(%s = %b) -> ({t}) {{",
+        "  %ii = arith.index_cast %i : index to i64",
+        "  %fi = arith.sitofp %ii : i64 to {t}",
+        "  %xi = arith.mulf %a, %fi : {t}",
+        "  %cx = math.cos %xi : {t}",
+        "  %ycx = arith.mulf %b, %cx : {t}",
+        "  %sx = math.sin %a : {t}",
+        "  %xx = arith.mulf %a, %a : {t}",
+        "  %t1 = arith.mulf %xx, %sx : {t}",
+        "  %hs = arith.mulf %half, %s : {t}",
+        "  %t2 = arith.addf %hs, %t1 : {t}",
+        "  %t3 = arith.addf %t2, %ycx : {t}",
+        "  scf.yield %t3 : {t}",
+        "}}"]),
+        [(0.9, 0.4, 8), (-0.4, 1.2, 13), (0.3, -0.8, 1)], None, ["index"]),
+    # A branch on the data, both ways.
+    "branch": (2, program([
+        "%gt = arith.cmpf ogt, %a, %b : {t}",
+        "%r = scf.if %gt -> ({t}) {{",
+        "  %s = math.sin %a : {t}",
+        "  %p = arith.mulf %s, %b : {t}",
+        "  scf.yield %p : {t}",
+        "}} else {{",
+        "  %q = arith.mulf %a, %a : {t}",
+        "  %d = arith.subf %q, %b : {t}",
+        "  scf.yield %d : {t}",
+        "}}"]),
+        [(1.5, 0.3), (0.2, 0.9)]),
+    # Nested branches; one branch passes an argument through unchanged.
+    "nested_branch": (2, program([
+        "%zero = arith.constant 0.0 : {t}",
+        "%apos = arith.cmpf ogt, %a, %zero : {t}",
+        "%r = scf.if %apos -> ({t}) {{",
+        "  %bpos = arith.cmpf ogt, %b, %zero : {t}",
+        "  %inner = scf.if %bpos -> ({t}) {{",
+        "    %p = arith.mulf %a, %b : {t}",
+        "    %e = math.exp %p : {t}",
+        "    scf.yield %e : {t}",
+        "  }} else {{",
+        "    scf.yield %b : {t}",
+        "  }}",
+        "  %w = arith.mulf %inner, %a : {t}",
+        "  scf.yield %w : {t}",
+        "}} else {{",
+        "  %s = math.sin %b : {t}",
+        "  %v = arith.mulf %s, %a : {t}",
+        "  scf.yield %v : {t}",
+        "}}"]),
+        [(0.5, 0.7), (0.5, -0.7), (-0.5, 0.3)]),
+    # Product of (x + i) over the primes i < n; primality is an inactive
+    # integer loop, the factor is taken in only some iterations.
+    "prime_product": (1, program([
+        "%c0 = arith.constant 0 : index",
+        "%c1 = arith.constant 1 : index",
+        "%c2 = arith.constant 2 : index",
+        "%true = arith.constant true",
+        "%one = arith.constant 1.0 : {t}",
+        "%r = scf.for %i = %c2 to %n0 step %c1 iter_args(%p = %one) -> ({t}) {{",
+        "  %prime = scf.for %d = %c2 to %i step %c1 iter_args(%ok = %true) -> (i1) {{",
+        "    %rem = arith.remui %i, %d : index",
+        "    %nz = arith.cmpi ne, %rem, %c0 : index",
+        "    %ok2 = arith.andi %ok, %nz : i1",
+        "    scf.yield %ok2 : i1",
+        "  }}",
+        "  %next = scf.if %prime -> ({t}) {{",
+        "    %ii = arith.index_cast %i : index to i64",
+        "    %fi = arith.sitofp %ii : i64 to {t}",
+        "    %f = arith.addf %a, %fi : {t}",
+        "    %q = arith.mulf %p, %f : {t}",
+        "    scf.yield %q : {t}",
+        "  }} else {{",
+        "    scf.yield %p : {t}",
+        "  }}",
+        "  scf.yield %next : {t}",
+        "}}"]),
+        [(0.3, 10), (1.7, 2), (-0.6, 6)], None, ["index"]),
+    # Nested loops with a branch inside; values from before the loops are
+    # read inside them.
+    "nested_loops": (2, program([
+        "%c0 = arith.constant 0 : index",
+        "%c1 = arith.constant 1 : index",
+        "%c2 = arith.constant 2 : index",
+        "%c3 = arith.constant 3 : index",
+        "%c4 = arith.constant 4 : index",
+        "%ab = arith.mulf %a, %b : {t}",
+        "%cb = math.cos %b : {t}",
+        "%r = scf.for %i = %c0 to %c3 step %c1 iter_args(%s = %a) -> ({t}) {{",
+        "  %inner = scf.for %j = %c0 to %c4 step %c1 iter_args(%u = %s) -> ({t}) {{",
+        "    %k = arith.addi %i, %j : index",
+        "    %odd = arith.remui %k, %c2 : index",
+        "    %even = arith.cmpi eq, %odd, %c0 : index",
+        "    %v = scf.if %even -> ({t}) {{",
+        "      %w = arith.addf %u, %ab : {t}",
+        "      scf.yield %w : {t}",
+        "    }} else {{",
+        "      %w = arith.mulf %u, %cb : {t}",
+        "      scf.yield %w : {t}",
+        "    }}",
+        "    scf.yield %v : {t}",
+        "  }}",
+        "  %t = math.tanh %inner : {t}",
+        "  scf.yield %t : {t}",
+        "}}"]),
+        [(0.6, 0.9), (-1.1, 0.2)]),
+    # Integer and float iter_args together; the step depends on the data.
+    "mixed_iter_args": (1, program([
+        "%c0 = arith.constant 0 : index",
+        "%c1 = arith.constant 1 : index",
+        "%c5 = arith.constant 5 : index",
+        "%k0 = arith.constant 0 : i32",
+        "%k1 = arith.constant 1 : i32",
+        "%limit = arith.constant 1.0 : {t}",
+        "%r, %kf = scf.for %i = %c0 to %c5 step %c1 iter_args(%s = %a, %k = %k0) -> ({t}, i32) {{",
+        "  %big = arith.cmpf ogt, %s, %limit : {t}",
+        "  %inc = arith.select %big, %k1, %k0 : i32",
+        "  %k2 = arith.addi %k, %inc : i32",
+        "  %fk = arith.sitofp %k2 : i32 to {t}",
+        "  %m = arith.mulf %s, %a : {t}",
+        "  %s2 = arith.addf %m, %fk : {t}",
+        "  scf.yield %s2, %k2 : {t}, i32",
+        "}}"]),
+        [(0.8,), (1.2,)]),
+}
+
 ARG_NAMES = ["a", "b", "c"]
 
 
-def function(name, arity, body, t, prefix):
-    """A case function; calls of support functions get the `prefix` type."""
-    args = ", ".join(f"%{ARG_NAMES[i]}: {t}" for i in range(arity))
+def function(name, arity, body, t, prefix, ints=()):
+    """A case function: `arity` float arguments of type t, then integer
+    arguments %n0, %n1, ... of the types in `ints`. Calls of support
+    functions get the `prefix` type."""
+    args = ", ".join([f"%{ARG_NAMES[i]}: {t}" for i in range(arity)] +
+                     [f"%n{i}: {it}" for i, it in enumerate(ints)])
     lines = [f"func.func @{name}({args}) -> {t} {{"]
     lines += ["  " + line.replace("call @", f"call @{prefix}_") for line in body]
     lines += [f"  return %r : {t}", "}"]
@@ -239,9 +386,11 @@ def convert(value, src, dst):
     return f"{op} %{value} : {src} to {dst}"
 
 
-def check_function(name, arity, t):
+def check_function(name, arity, t, ints=()):
     """Checks the gradient of @name (type t) against FD of @name_ref (f64)."""
-    args = ", ".join(f"%p{i}: f64" for i in range(arity))
+    args = ", ".join([f"%p{i}: f64" for i in range(arity)] +
+                     [f"%n{i}: {it}" for i, it in enumerate(ints)])
+    int_args = [f"%n{i}" for i in range(len(ints))]
     out = [f"func.func @check_{name}(%point: i64, {args}) {{"]
     typed, exact = [], []
     for i in range(arity):
@@ -254,8 +403,10 @@ def check_function(name, arity, t):
             typed.append(f"%p{i}"), exact.append(f"%p{i}")
     grads = ", ".join(f"%g{i}" for i in range(arity))
     types = ", ".join([t] * arity)
-    out.append(f"  {grads} = ad.grad @case_{name}({', '.join(typed)}) : "
-               f"({types}) -> ({types})")
+    all_types = ", ".join([t] * arity + list(ints))
+    out.append(f"  {grads} = ad.grad @case_{name}({', '.join(typed + int_args)})"
+               f" : ({all_types}) -> ({types})")
+    ref_types = ", ".join(["f64"] * arity + list(ints))
     out.append(f"  %tol = arith.constant {TOLERANCE[t]:e} : f64")
     for i in range(arity):
         g = f"%g{i}"
@@ -267,10 +418,10 @@ def check_function(name, arity, t):
         plus[i], minus[i] = f"%xp{i}", f"%xm{i}"
         out += [
             f"  %xp{i}, %xm{i} = func.call @step({exact[i]}) : (f64) -> (f64, f64)",
-            f"  %fp{i} = func.call @case_{name}_ref({', '.join(plus)}) : "
-            f"({', '.join(['f64'] * arity)}) -> f64",
-            f"  %fm{i} = func.call @case_{name}_ref({', '.join(minus)}) : "
-            f"({', '.join(['f64'] * arity)}) -> f64",
+            f"  %fp{i} = func.call @case_{name}_ref({', '.join(plus + int_args)})"
+            f" : ({ref_types}) -> f64",
+            f"  %fm{i} = func.call @case_{name}_ref({', '.join(minus + int_args)})"
+            f" : ({ref_types}) -> f64",
             f"  %df{i} = arith.subf %fp{i}, %fm{i} : f64",
             f"  %dx{i} = arith.subf %xp{i}, %xm{i} : f64",
             f"  %fd{i} = arith.divf %df{i}, %dx{i} : f64",
@@ -335,25 +486,28 @@ def generate(dialect, cases, t, support=()):
                   if "@" in line else line.format(t=typ) for line in support]
     for name, spec in cases.items():
         arity, body, points = spec[0], spec[1], spec[2]
-        ref = spec[3] if len(spec) > 3 else body
+        ref = spec[3] if len(spec) > 3 and spec[3] else body
+        ints = spec[4] if len(spec) > 4 else ()
         typed_body = body(t)
         if typed_body is None:
             continue
         # Prefixed: a bare @erf or @sin would clash with the libm symbols the
         # math lowering calls.
-        lines += function(f"case_{name}", arity, typed_body, t, t) + [""]
+        lines += function(f"case_{name}", arity, typed_body, t, t, ints)
+        lines += [""]
         lines += function(f"case_{name}_ref", arity, ref("f64"), "f64",
-                          "f64") + [""]
-        lines += check_function(name, arity, t) + [""]
+                          "f64", ints) + [""]
+        lines += check_function(name, arity, t, ints) + [""]
         for index, point in enumerate(points):
             consts = []
-            for i, v in enumerate(point):
-                calls.append(f"  %{name}_{index}_{i} = arith.constant {v!r} : f64")
+            arg_types = ["f64"] * arity + list(ints)
+            for i, (v, at) in enumerate(zip(point, arg_types)):
+                calls.append(f"  %{name}_{index}_{i} = arith.constant {v!r} : {at}")
                 consts.append(f"%{name}_{index}_{i}")
             calls.append(f"  %{name}_{index}_id = arith.constant {index} : i64")
             calls.append(
                 f"  func.call @check_{name}(%{name}_{index}_id, {', '.join(consts)})"
-                f" : (i64, {', '.join(['f64'] * arity)}) -> ()")
+                f" : (i64, {', '.join(arg_types)}) -> ()")
             for i in range(arity):
                 checks.append(f"// CHECK: {name} p{index} d{ARG_NAMES[i]}: ok")
     lines += HELPERS.splitlines() + [""]
@@ -375,6 +529,9 @@ def main():
         path = os.path.join(root, f"programs-{t}.mlir")
         with open(path, "w") as f:
             f.write(generate("func", PROGRAMS, t, PROGRAM_SUPPORT))
+        path = os.path.join(root, f"control-flow-{t}.mlir")
+        with open(path, "w") as f:
+            f.write(generate("scf", CONTROL_FLOW, t))
 
 
 if __name__ == "__main__":

@@ -11,4 +11,5 @@ void mlir::ad::registerReverseRules(DialectRegistry &registry) {
   registerArithReverseRules(registry);
   registerFuncReverseRules(registry);
   registerMathReverseRules(registry);
+  registerSCFReverseRules(registry);
 }

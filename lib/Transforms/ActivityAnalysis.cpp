@@ -1,9 +1,13 @@
 //===- ActivityAnalysis.cpp - which values carry derivatives ----*- C++ -*-===//
 //
 // Two worklist propagations over use-def chains: forward from the
-// differentiated arguments, backward from the returned values. A use inside
-// a nested region counts as a use by the op of the function body that holds
-// the region, so region ops are as active as anything they contain.
+// differentiated arguments, backward from the returned values. Region ops
+// are treated conservatively and without knowing their semantics: a varied
+// operand varies every result and every region argument of the op, a varied
+// terminator operand varies the parent's results and region arguments; a
+// useful result or region argument makes every operand of the op and every
+// value used inside its regions useful. Over-approximating activity costs
+// work, never correctness.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,20 +19,23 @@
 using namespace mlir;
 using namespace mlir::ad;
 
-/// The op of `body` that is or contains `op`.
-static Operation *ancestorIn(Block *body, Operation *op) {
-  return body->findAncestorOpInBlock(*op);
-}
-
 ActivityAnalysis::ActivityAnalysis(func::FuncOp function,
                                    ArrayRef<int64_t> wrt) {
   propagateVaried(function, wrt);
   propagateUseful(function);
 }
 
+/// Results and region arguments of `op`.
+static void appendDefinedByRegionOp(Operation *op,
+                                    SmallVectorImpl<Value> &values) {
+  llvm::append_range(values, op->getResults());
+  for (Region &region : op->getRegions())
+    for (Block &block : region)
+      llvm::append_range(values, block.getArguments());
+}
+
 void ActivityAnalysis::propagateVaried(func::FuncOp function,
                                        ArrayRef<int64_t> wrt) {
-  Block *body = &function.getBody().front();
   SmallVector<Value> worklist;
   for (int64_t position : wrt)
     worklist.push_back(function.getArgument(position));
@@ -37,37 +44,39 @@ void ActivityAnalysis::propagateVaried(func::FuncOp function,
     if (!varied.insert(value).second)
       continue;
     for (Operation *user : value.getUsers()) {
-      Operation *op = ancestorIn(body, user);
-      if (!op)
-        continue;
-      for (Value result : op->getResults())
-        if (!varied.contains(result))
-          worklist.push_back(result);
+      appendDefinedByRegionOp(user, worklist);
+      // A terminator passes values to its parent's results and regions.
+      Operation *parent = user->getParentOp();
+      if (user->hasTrait<OpTrait::IsTerminator>() && parent &&
+          parent != function)
+        appendDefinedByRegionOp(parent, worklist);
     }
   }
 }
 
 void ActivityAnalysis::propagateUseful(func::FuncOp function) {
-  Block *body = &function.getBody().front();
   SmallVector<Value> worklist;
-  for (Value returned : body->getTerminator()->getOperands())
-    if (isDifferentiableType(returned.getType()))
-      worklist.push_back(returned);
+  function.walk([&](func::ReturnOp ret) {
+    for (Value returned : ret.getOperands())
+      if (isDifferentiableType(returned.getType()))
+        worklist.push_back(returned);
+  });
+  llvm::SmallPtrSet<Operation *, 16> expanded;
   while (!worklist.empty()) {
     Value value = worklist.pop_back_val();
     if (!useful.insert(value).second)
       continue;
-    Operation *def = value.getDefiningOp();
-    if (!def)
+    Operation *op = value.getDefiningOp();
+    if (!op)
+      op = value.getParentBlock()->getParentOp();
+    if (!op || op == function || !expanded.insert(op).second)
       continue;
-    for (Value operand : def->getOperands())
-      worklist.push_back(operand);
-    // Values a nested region reads from above are operands in all but name.
-    llvm::SetVector<Value> capturedValues;
-    for (Region &region : def->getRegions())
-      getUsedValuesDefinedAbove(region, capturedValues);
-    for (Value captured : capturedValues)
-      worklist.push_back(captured);
+    llvm::append_range(worklist, op->getOperands());
+    // Everything a region reads, including what its terminators pass on.
+    op->walk([&](Operation *nested) {
+      if (nested != op)
+        llvm::append_range(worklist, nested->getOperands());
+    });
   }
 }
 

@@ -94,21 +94,49 @@ func.func @caller(%x: f64, %c: i1) -> f64 {
 
 // -----
 
-func.func @loop(%x: f64) -> f64 {
-  %c0 = arith.constant 0 : index
-  %c4 = arith.constant 4 : index
-  %c1 = arith.constant 1 : index
-  // expected-error @+1 {{no derivative rule for 'scf.for'}}
-  %r = scf.for %i = %c0 to %c4 step %c1 iter_args(%acc = %x) -> (f64) {
-    %m = arith.mulf %acc, %x : f64
-    scf.yield %m : f64
+func.func @newton(%x: f64) -> f64 {
+  %tol = arith.constant 1.0e-9 : f64
+  // expected-error @+1 {{no derivative rule for 'scf.while'}}
+  %r = scf.while (%s = %x) : (f64) -> f64 {
+    %big = arith.cmpf ogt, %s, %tol : f64
+    scf.condition(%big) %s : f64
+  } do {
+  ^bb0(%s: f64):
+    %h = arith.constant 0.5 : f64
+    %n = arith.mulf %s, %h : f64
+    scf.yield %n : f64
   }
   return %r : f64
 }
 
 func.func @caller(%x: f64) -> f64 {
-  // expected-note @+1 {{while differentiating this call of @loop}}
-  %g = ad.grad @loop(%x) : (f64) -> f64
+  // expected-note @+1 {{while differentiating this call of @newton}}
+  %g = ad.grad @newton(%x) : (f64) -> f64
+  return %g : f64
+}
+
+// -----
+
+// The per-iteration tape of an inner loop is sized at the outermost loop,
+// so inner bounds must be known there.
+func.func @triangle(%x: f64) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %r = scf.for %i = %c0 to %c4 step %c1 iter_args(%s = %x) -> (f64) {
+    // expected-error @+1 {{cannot differentiate this loop yet: its bounds change inside an enclosing loop or branch}}
+    %t = scf.for %j = %c0 to %i step %c1 iter_args(%u = %s) -> (f64) {
+      %m = arith.mulf %u, %x : f64
+      scf.yield %m : f64
+    }
+    scf.yield %t : f64
+  }
+  return %r : f64
+}
+
+func.func @caller(%x: f64) -> f64 {
+  // expected-note @+1 {{while differentiating this call of @triangle}}
+  %g = ad.grad @triangle(%x) : (f64) -> f64
   return %g : f64
 }
 

@@ -54,9 +54,32 @@ public:
   virtual LogicalResult cloneOp(Operation *original) = 0;
   /// Records that `forwardValues` stand for the results of `original`.
   virtual void mapResults(Operation *original, ValueRange forwardValues) = 0;
+  /// Records that `forwardValues` stand for `originals` (block arguments of
+  /// regions the rule emits itself).
+  virtual void mapValues(ValueRange originals, ValueRange forwardValues) = 0;
   /// Records forward-function values the reverse rule of `original` reads
   /// through ReverseEmitter::getResiduals.
   virtual void setResiduals(Operation *original, ValueRange forwardValues) = 0;
+
+  /// Emits the ops of `original`, a block of an active region op, at the
+  /// builder's insertion point (the terminator too if `withTerminator`).
+  virtual LogicalResult emitOps(Block &original, bool withTerminator) = 0;
+  /// Records that forward value `inner`, defined inside a region, is also
+  /// available as `outer` after the region op (a result that carries it out),
+  /// so that the adjoint can read it.
+  virtual void mapEscape(Value inner, Value outer) = 0;
+  /// A builder before the outermost loop enclosing the insertion point (at
+  /// the insertion point outside loops), where per-iteration tapes are
+  /// allocated. Fails with a diagnostic at `op` when one of `values` is not
+  /// available there; constants are cloned there.
+  virtual FailureOr<OpBuilder> getLoopEntryBuilder(Operation *op,
+                                                   SmallVectorImpl<Value> &values) = 0;
+  /// Declares `forwardBody` the body of a forward loop: values defined in it
+  /// that the adjoint reads are stored per iteration. `iteration` is the
+  /// iteration's number, `tripCount` (from getLoopEntryBuilder's point) the
+  /// number of iterations.
+  virtual void beginLoop(Block *forwardBody, Value iteration,
+                         Value tripCount) = 0;
 };
 
 /// The reverse sweep: emits the pullback function.
@@ -74,6 +97,25 @@ public:
   /// Adds `contribution` to the cotangent of `originalOperand`; ignored when
   /// the operand is not active.
   virtual void addCotangent(Value originalOperand, Value contribution) = 0;
+
+  /// The cotangent accumulated so far for `original`, or null.
+  virtual Value lookupCotangent(Value original) = 0;
+  /// Replaces the cotangent of `original` (region ops carry cotangents of
+  /// values from outside through their results).
+  virtual void setCotangent(Value original, Value cotangent) = 0;
+  /// Emits the adjoints of the ops of `original`, a block of an active
+  /// region op, in reverse order at the builder's insertion point.
+  virtual LogicalResult emitReverseOps(Block &original) = 0;
+  /// Makes `pullbackValue` the primal value of `original` (an induction
+  /// variable rebuilt in the reverse loop) until the end of the loop.
+  virtual void mapPrimal(Value original, Value pullbackValue) = 0;
+  /// Starts reversing one iteration of the loop whose body is
+  /// `originalBody`; `iteration` is the number of the forward iteration
+  /// being reversed, `tripCount` the pullback value of the trip count.
+  virtual void beginLoop(Block *originalBody, Value iteration,
+                         Value tripCount) = 0;
+  /// Ends what beginLoop started.
+  virtual void endLoop(Block *originalBody) = 0;
 };
 
 /// Whether values of `type` carry gradients (float scalars, ranked tensors

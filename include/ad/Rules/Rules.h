@@ -18,6 +18,9 @@ void registerArithReverseRules(DialectRegistry &registry);
 void registerMathReverseRules(DialectRegistry &registry);
 /// The rule for func.call (nested forward and pullback functions).
 void registerFuncReverseRules(DialectRegistry &registry);
+/// Rules for scf.for and scf.if (loops reversed over a per-iteration tape,
+/// branches replaying the recorded condition).
+void registerSCFReverseRules(DialectRegistry &registry);
 /// Every rule above.
 void registerReverseRules(DialectRegistry &registry);
 

@@ -1,0 +1,313 @@
+//===- SCFRules.cpp - reverse rules for scf.for and scf.if ------*- C++ -*-===//
+//
+// scf.for runs backwards: the forward loop records nothing itself (values its
+// body's adjoints read are stored per iteration by the emitter), the reverse
+// loop counts down over the same iterations and carries the cotangents of
+// the loop-carried values and of the outer values the body reads.
+//
+// scf.if replays the recorded condition. Its forward version also yields the
+// scalars computed in each branch, so the adjoint can read them after the
+// branch (unused ones are removed by canonicalization).
+//
+//===----------------------------------------------------------------------===//
+
+#include "ad/IR/ADInterfaces.h"
+#include "ad/Rules/Rules.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Transforms/RegionUtils.h"
+
+using namespace mlir;
+using namespace mlir::ad;
+
+namespace {
+
+/// Removes the terminator a builder may have added to `block`.
+static void dropTerminator(Block *block) {
+  if (!block->empty() && block->back().hasTrait<OpTrait::IsTerminator>())
+    block->back().erase();
+}
+
+/// `value` as an index.
+static Value toIndex(OpBuilder &b, Location loc, Value value) {
+  if (value.getType().isIndex())
+    return value;
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), value);
+}
+
+/// max(0, ceil((ub - lb) / step)) as an index; scf.for steps are positive.
+static Value tripCount(OpBuilder &b, Location loc, Value lb, Value ub,
+                       Value step) {
+  Value diff = arith::SubIOp::create(b, loc, ub, lb);
+  Value count = arith::CeilDivSIOp::create(b, loc, diff, step);
+  Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(lb.getType()));
+  Value clamped = arith::MaxSIOp::create(b, loc, count, zero);
+  return toIndex(b, loc, clamped);
+}
+
+/// Active values defined outside `region` and read inside it.
+static SmallVector<Value> activeValuesFromAbove(Region &region,
+                                                ReverseEmitter &emitter) {
+  llvm::SetVector<Value> used;
+  getUsedValuesDefinedAbove(region, used);
+  SmallVector<Value> active;
+  for (Value value : used)
+    if (emitter.isActive(value))
+      active.push_back(value);
+  return active;
+}
+
+/// The current cotangent of each of `values`, or zero.
+static SmallVector<Value> currentCotangents(ArrayRef<Value> values,
+                                            ReverseEmitter &emitter) {
+  SmallVector<Value> cotangents;
+  for (Value value : values) {
+    Value cotangent = emitter.lookupCotangent(value);
+    cotangents.push_back(cotangent ? cotangent : emitter.getCotangent(value));
+  }
+  return cotangents;
+}
+
+static Value zeroOf(OpBuilder &b, Location loc, Type type) {
+  return arith::ConstantOp::create(b, loc, cast<TypedAttr>(b.getZeroAttr(type)));
+}
+
+struct ForRule : ReverseRuleOpInterface::ExternalModel<ForRule, scf::ForOp> {
+  LogicalResult emitForward(Operation *op, ForwardEmitter &emitter) const {
+    auto loop = cast<scf::ForOp>(op);
+    OpBuilder &b = emitter.getBuilder();
+    Location loc = loop.getLoc();
+    SmallVector<Value> bounds = {emitter.lookup(loop.getLowerBound()),
+                                 emitter.lookup(loop.getUpperBound()),
+                                 emitter.lookup(loop.getStep())};
+    FailureOr<OpBuilder> entry = emitter.getLoopEntryBuilder(op, bounds);
+    if (failed(entry))
+      return failure();
+    Value trips = tripCount(*entry, loc, bounds[0], bounds[1], bounds[2]);
+
+    SmallVector<Value> inits;
+    for (Value init : loop.getInitArgs())
+      inits.push_back(emitter.lookup(init));
+    auto forward = scf::ForOp::create(b, loc, emitter.lookup(loop.getLowerBound()),
+                                      emitter.lookup(loop.getUpperBound()),
+                                      emitter.lookup(loop.getStep()), inits);
+    Block *body = forward.getBody();
+    dropTerminator(body);
+    emitter.mapValues(loop.getBody()->getArguments(), body->getArguments());
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(body);
+      Value offset = arith::SubIOp::create(b, loc, forward.getInductionVar(),
+                                           forward.getLowerBound());
+      Value iteration = toIndex(
+          b, loc, arith::DivUIOp::create(b, loc, offset, forward.getStep()));
+      emitter.beginLoop(body, iteration, trips);
+      if (failed(emitter.emitOps(*loop.getBody(), /*withTerminator=*/true)))
+        return failure();
+    }
+    emitter.mapResults(op, forward.getResults());
+    emitter.setResiduals(op, {trips, bounds[0], bounds[2]});
+    return success();
+  }
+
+  LogicalResult emitReverse(Operation *op, ReverseEmitter &emitter) const {
+    auto loop = cast<scf::ForOp>(op);
+    OpBuilder &b = emitter.getBuilder();
+    Location loc = loop.getLoc();
+    SmallVector<Value> residuals = emitter.getResiduals(op);
+    Value trips = residuals[0], lb = residuals[1], step = residuals[2];
+    Block &body = *loop.getBody();
+    auto yield = cast<scf::YieldOp>(body.getTerminator());
+
+    SmallVector<unsigned> carried;
+    for (auto [index, result] : llvm::enumerate(loop.getResults()))
+      if (isDifferentiableType(result.getType()))
+        carried.push_back(index);
+    SmallVector<Value> outer = activeValuesFromAbove(loop.getRegion(), emitter);
+
+    SmallVector<Value> inits;
+    for (unsigned index : carried)
+      inits.push_back(emitter.getCotangent(loop.getResult(index)));
+    llvm::append_range(inits, currentCotangents(outer, emitter));
+    Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+    Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+    auto reverse = scf::ForOp::create(b, loc, c0, trips, c1, inits);
+    Block *reverseBody = reverse.getBody();
+    dropTerminator(reverseBody);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(reverseBody);
+      Value last = arith::SubIOp::create(b, loc, trips, c1);
+      Value iteration =
+          arith::SubIOp::create(b, loc, last, reverse.getInductionVar());
+      emitter.beginLoop(&body, iteration, trips);
+      // The induction variable of the iteration being reversed.
+      Type ivType = loop.getInductionVar().getType();
+      Value typedIteration =
+          ivType.isIndex()
+              ? iteration
+              : arith::IndexCastOp::create(b, loc, ivType, iteration);
+      Value scaled = arith::MulIOp::create(b, loc, typedIteration, step);
+      emitter.mapPrimal(loop.getInductionVar(),
+                        arith::AddIOp::create(b, loc, lb, scaled));
+
+      unsigned numCarried = carried.size();
+      for (auto [index, value] : llvm::enumerate(outer))
+        emitter.setCotangent(value,
+                             reverseBody->getArgument(1 + numCarried + index));
+      for (auto [index, position] : llvm::enumerate(carried))
+        emitter.addCotangent(yield.getOperand(position),
+                             reverseBody->getArgument(1 + index));
+      if (failed(emitter.emitReverseOps(body)))
+        return failure();
+
+      SmallVector<Value> yields;
+      for (unsigned position : carried)
+        yields.push_back(emitter.getCotangent(loop.getRegionIterArg(position)));
+      for (Value value : outer)
+        yields.push_back(emitter.lookupCotangent(value));
+      scf::YieldOp::create(b, loc, yields);
+      emitter.endLoop(&body);
+    }
+    // Outer values first: an init may be one of them.
+    for (auto [index, value] : llvm::enumerate(outer))
+      emitter.setCotangent(value, reverse.getResult(carried.size() + index));
+    for (auto [index, position] : llvm::enumerate(carried))
+      emitter.addCotangent(loop.getInitArgs()[position],
+                           reverse.getResult(index));
+    return success();
+  }
+};
+
+/// Scalars computed directly in forward block `block` (including what nested
+/// forward ops carry out), which the forward if carries out in turn.
+static SmallVector<Value> escapingScalars(Block *block) {
+  SmallVector<Value> values;
+  for (Operation &op : *block)
+    for (Value result : op.getResults())
+      if (BaseMemRefType::isValidElementType(result.getType()))
+        values.push_back(result);
+  return values;
+}
+
+struct IfRule : ReverseRuleOpInterface::ExternalModel<IfRule, scf::IfOp> {
+  LogicalResult emitForward(Operation *op, ForwardEmitter &emitter) const {
+    auto ifOp = cast<scf::IfOp>(op);
+    OpBuilder &b = emitter.getBuilder();
+    Location loc = ifOp.getLoc();
+    Value condition = emitter.lookup(ifOp.getCondition());
+
+    // Emit both branches first: what they compute decides the result types.
+    auto draft = scf::IfOp::create(b, loc, TypeRange(), condition,
+                                   /*withElseRegion=*/true);
+    Block *originals[2] = {ifOp.thenBlock(), ifOp.elseBlock()};
+    Block *drafts[2] = {draft.thenBlock(), draft.elseBlock()};
+    SmallVector<Value> escaping[2];
+    for (int branch = 0; branch < 2; ++branch) {
+      OpBuilder::InsertionGuard guard(b);
+      dropTerminator(drafts[branch]);
+      b.setInsertionPointToStart(drafts[branch]);
+      if (originals[branch] &&
+          failed(emitter.emitOps(*originals[branch], /*withTerminator=*/false)))
+        return failure();
+      escaping[branch] = escapingScalars(drafts[branch]);
+    }
+
+    SmallVector<Type> types(ifOp.getResultTypes());
+    for (Value value : llvm::concat<Value>(escaping[0], escaping[1]))
+      types.push_back(value.getType());
+    auto forward = scf::IfOp::create(b, loc, types, condition,
+                                     /*withElseRegion=*/true);
+    Region *targets[2] = {&forward.getThenRegion(), &forward.getElseRegion()};
+    for (int branch = 0; branch < 2; ++branch) {
+      targets[branch]->takeBody(branch == 0 ? draft.getThenRegion()
+                                            : draft.getElseRegion());
+      Block *block = &targets[branch]->front();
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToEnd(block);
+      SmallVector<Value> yields;
+      if (originals[branch])
+        for (Value value : originals[branch]->getTerminator()->getOperands())
+          yields.push_back(emitter.lookup(value));
+      for (int other = 0; other < 2; ++other)
+        for (Value value : escaping[other])
+          yields.push_back(other == branch
+                               ? value
+                               : zeroOf(b, loc, value.getType()));
+      scf::YieldOp::create(b, loc, yields);
+    }
+    draft.erase();
+
+    unsigned numResults = ifOp.getNumResults();
+    emitter.mapResults(op, forward.getResults().take_front(numResults));
+    for (auto [index, value] :
+         llvm::enumerate(llvm::concat<Value>(escaping[0], escaping[1])))
+      emitter.mapEscape(value, forward.getResult(numResults + index));
+    return success();
+  }
+
+  LogicalResult emitReverse(Operation *op, ReverseEmitter &emitter) const {
+    auto ifOp = cast<scf::IfOp>(op);
+    OpBuilder &b = emitter.getBuilder();
+    Location loc = ifOp.getLoc();
+    Value condition = emitter.getPrimal(ifOp.getCondition());
+
+    llvm::SetVector<Value> used;
+    for (Region &region : ifOp->getRegions())
+      getUsedValuesDefinedAbove(region, used);
+    SmallVector<Value> outer;
+    for (Value value : used)
+      if (emitter.isActive(value))
+        outer.push_back(value);
+    SmallVector<Value> entry = currentCotangents(outer, emitter);
+    SmallVector<Value> resultCotangents;
+    for (Value result : ifOp.getResults())
+      resultCotangents.push_back(isDifferentiableType(result.getType())
+                                     ? emitter.getCotangent(result)
+                                     : Value());
+
+    SmallVector<Type> types;
+    for (Value value : outer)
+      types.push_back(value.getType());
+    auto reverse = scf::IfOp::create(b, loc, types, condition,
+                                     /*withElseRegion=*/true);
+    auto reverseBranch = [&](Block *original, Block *target) -> LogicalResult {
+      OpBuilder::InsertionGuard guard(b);
+      dropTerminator(target);
+      b.setInsertionPointToStart(target);
+      for (auto [value, cotangent] : llvm::zip(outer, entry))
+        emitter.setCotangent(value, cotangent);
+      if (original) {
+        for (auto [operand, cotangent] : llvm::zip(
+                 original->getTerminator()->getOperands(), resultCotangents))
+          if (cotangent)
+            emitter.addCotangent(operand, cotangent);
+        if (failed(emitter.emitReverseOps(*original)))
+          return failure();
+      }
+      SmallVector<Value> yields;
+      for (Value value : outer)
+        yields.push_back(emitter.lookupCotangent(value));
+      scf::YieldOp::create(b, loc, yields);
+      return success();
+    };
+    if (failed(reverseBranch(ifOp.thenBlock(), reverse.thenBlock())) ||
+        failed(reverseBranch(ifOp.elseBlock(), reverse.elseBlock())))
+      return failure();
+    for (auto [index, value] : llvm::enumerate(outer))
+      emitter.setCotangent(value, reverse.getResult(index));
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::ad::registerSCFReverseRules(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *context, scf::SCFDialect *) {
+    scf::ForOp::attachInterface<ForRule>(*context);
+    scf::IfOp::attachInterface<IfRule>(*context);
+  });
+}
