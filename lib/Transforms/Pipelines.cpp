@@ -63,7 +63,15 @@ static void addLLVMConversion(OpPassManager &pm) {
 }
 
 void mlir::ad::buildLowerToLLVMPipeline(OpPassManager &pm) {
+  // Hoisting loop-invariant work first means the adjoint tapes it once
+  // instead of per iteration.
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createLoopInvariantCodeMotionPass());
   buildDifferentiatePipeline(pm);
+  // Inlining the forward and pullback functions into their callers lets
+  // canonicalization drop forward work nobody reads (the value for ad.grad).
+  pm.addPass(createInlinerPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   addBufferization(pm);
