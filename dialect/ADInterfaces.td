@@ -55,6 +55,16 @@ def AD_ReverseRuleOpInterface : OpInterface<"ReverseRuleOpInterface"> {
         return emitter.cloneOp($_op.getOperation());
       }]>,
     InterfaceMethod<
+      /*desc=*/[{Whether the forward version of this op writes a growable
+        tape (a loop whose trip count is unknown at entry). Region ops that
+        contain such an op carry the tape through with
+        ForwardEmitter::getCarriedTapes.}],
+      /*retTy=*/"bool",
+      /*methodName=*/"usesGrowableTape",
+      /*args=*/(ins),
+      /*methodBody=*/"",
+      /*defaultImplementation=*/[{ return false; }]>,
+    InterfaceMethod<
       /*desc=*/[{Emits the adjoint of this op into the pullback function:
         reads the cotangents of its results and adds the contributions to the
         cotangents of its active operands. Emits a diagnostic and fails when

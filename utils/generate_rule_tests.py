@@ -145,8 +145,15 @@ MATH = {
 
 # Whole programs: calls (chains, one callee from several places, results
 # unused), fan-out and constants. Callees live in PROGRAM_SUPPORT.
+# 8 units in the last place at 1, per type: a convergence tolerance that
+# Newton's method reaches in every precision.
+EIGHT_ULPS = {"f64": "1.7763568394002505e-15", "f32": "9.5367431640625e-07",
+              "f16": "7.8125e-03", "bf16": "6.25e-02"}
+
+
 def program(lines):
-    return lambda t: [line.format(t=t) for line in lines]
+    return lambda t: [line.format(t=t, eight_ulps=EIGHT_ULPS[t])
+                      for line in lines]
 
 
 PROGRAM_SUPPORT = [
@@ -361,6 +368,82 @@ CONTROL_FLOW = {
         "  scf.yield %s2, %k2 : {t}, i32",
         "}}"]),
         [(0.8,), (1.2,)]),
+    # while s < 10: s = s*x + 1, from s = y; y = 11 runs no iteration.
+    "while_growth": (2, program([
+        "%ten = arith.constant 10.0 : {t}",
+        "%one = arith.constant 1.0 : {t}",
+        "%r = scf.while (%s = %b) : ({t}) -> {t} {{",
+        "  %go = arith.cmpf olt, %s, %ten : {t}",
+        "  scf.condition(%go) %s : {t}",
+        "}} do {{",
+        "^bb0(%s: {t}):",
+        "  %m = arith.mulf %s, %a : {t}",
+        "  %n = arith.addf %m, %one : {t}",
+        "  scf.yield %n : {t}",
+        "}}"]),
+        [(1.5, 0.5), (3.0, 2.0), (1.2, 11.0)]),
+    # Work in the condition region: it computes the value it passes on.
+    "while_condition_work": (2, program([
+        "%ten = arith.constant 10.0 : {t}",
+        "%one = arith.constant 1.0 : {t}",
+        "%r = scf.while (%s = %b) : ({t}) -> {t} {{",
+        "  %t = arith.mulf %s, %a : {t}",
+        "  %e = math.sin %t : {t}",
+        "  %u = arith.addf %t, %e : {t}",
+        "  %go = arith.cmpf olt, %u, %ten : {t}",
+        "  scf.condition(%go) %u : {t}",
+        "}} do {{",
+        "^bb0(%u: {t}):",
+        "  %n = arith.addf %u, %one : {t}",
+        "  scf.yield %n : {t}",
+        "}}"]),
+        [(1.3, 0.7), (2.1, 0.4)]),
+    # Newton's iteration for sqrt(x), stopping on a relative tolerance.
+    "newton_sqrt": (1, program([
+        "%half = arith.constant 0.5 : {t}",
+        "%eps = arith.constant {eight_ulps} : {t}",
+        "%tol = arith.mulf %eps, %a : {t}",
+        "%r = scf.while (%y = %a) : ({t}) -> {t} {{",
+        "  %yy = arith.mulf %y, %y : {t}",
+        "  %d = arith.subf %yy, %a : {t}",
+        "  %ad = math.absf %d : {t}",
+        "  %go = arith.cmpf ogt, %ad, %tol : {t}",
+        "  scf.condition(%go) %y : {t}",
+        "}} do {{",
+        "^bb0(%y: {t}):",
+        "  %q = arith.divf %a, %y : {t}",
+        "  %s = arith.addf %y, %q : {t}",
+        "  %n = arith.mulf %s, %half : {t}",
+        "  scf.yield %n : {t}",
+        "}}"]),
+        [(2.0,), (9.5,), (0.3,)]),
+    # A while loop inside a for loop: each outer iteration grows s past a
+    # higher threshold.
+    "while_in_for": (2, program([
+        "%c0 = arith.constant 0 : index",
+        "%c1 = arith.constant 1 : index",
+        "%c3 = arith.constant 3 : index",
+        "%four = arith.constant 4.0 : {t}",
+        "%half = arith.constant 0.5 : {t}",
+        "%r = scf.for %i = %c0 to %c3 step %c1 iter_args(%s = %b) -> ({t}) {{",
+        "  %ii = arith.index_cast %i : index to i64",
+        "  %fi = arith.sitofp %ii : i64 to {t}",
+        "  %fi1 = arith.addf %fi, %half : {t}",
+        "  %limit = arith.mulf %four, %fi1 : {t}",
+        "  %w = scf.while (%u = %s) : ({t}) -> {t} {{",
+        "    %go = arith.cmpf olt, %u, %limit : {t}",
+        "    scf.condition(%go) %u : {t}",
+        "  }} do {{",
+        "  ^bb0(%u: {t}):",
+        "    %m = arith.mulf %u, %a : {t}",
+        "    %n = arith.addf %m, %half : {t}",
+        "    scf.yield %n : {t}",
+        "  }}",
+        "  %c = math.cos %w : {t}",
+        "  %v = arith.addf %w, %c : {t}",
+        "  scf.yield %v : {t}",
+        "}}"]),
+        [(1.4, 0.6), (1.9, 0.3)]),
 }
 
 ARG_NAMES = ["a", "b", "c"]

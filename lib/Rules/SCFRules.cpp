@@ -91,12 +91,16 @@ struct ForRule : ReverseRuleOpInterface::ExternalModel<ForRule, scf::ForOp> {
     SmallVector<Value> inits;
     for (Value init : loop.getInitArgs())
       inits.push_back(emitter.lookup(init));
+    unsigned numResults = inits.size();
+    llvm::append_range(inits, emitter.getCarriedTapes(op));
     auto forward = scf::ForOp::create(b, loc, emitter.lookup(loop.getLowerBound()),
                                       emitter.lookup(loop.getUpperBound()),
                                       emitter.lookup(loop.getStep()), inits);
     Block *body = forward.getBody();
     dropTerminator(body);
-    emitter.mapValues(loop.getBody()->getArguments(), body->getArguments());
+    emitter.mapValues(loop.getBody()->getArguments(),
+                      body->getArguments().take_front(1 + numResults));
+    emitter.setCarriedTapes(op, body->getArguments().drop_front(1 + numResults));
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(body);
@@ -105,10 +109,16 @@ struct ForRule : ReverseRuleOpInterface::ExternalModel<ForRule, scf::ForOp> {
       Value iteration = toIndex(
           b, loc, arith::DivUIOp::create(b, loc, offset, forward.getStep()));
       emitter.beginLoop(body, iteration, trips);
-      if (failed(emitter.emitOps(*loop.getBody(), /*withTerminator=*/true)))
+      if (failed(emitter.emitOps(*loop.getBody(), /*withTerminator=*/false)))
         return failure();
+      SmallVector<Value> yields;
+      for (Value value : loop.getBody()->getTerminator()->getOperands())
+        yields.push_back(emitter.lookup(value));
+      llvm::append_range(yields, emitter.getCarriedTapes(op));
+      scf::YieldOp::create(b, loc, yields);
     }
-    emitter.mapResults(op, forward.getResults());
+    emitter.mapResults(op, forward.getResults().take_front(numResults));
+    emitter.setCarriedTapes(op, forward.getResults().drop_front(numResults));
     emitter.setResiduals(op, {trips, bounds[0], bounds[2]});
     return success();
   }
@@ -199,24 +209,29 @@ struct IfRule : ReverseRuleOpInterface::ExternalModel<IfRule, scf::IfOp> {
     OpBuilder &b = emitter.getBuilder();
     Location loc = ifOp.getLoc();
     Value condition = emitter.lookup(ifOp.getCondition());
+    SmallVector<Value> tapes = emitter.getCarriedTapes(op);
 
     // Emit both branches first: what they compute decides the result types.
     auto draft = scf::IfOp::create(b, loc, TypeRange(), condition,
                                    /*withElseRegion=*/true);
     Block *originals[2] = {ifOp.thenBlock(), ifOp.elseBlock()};
     Block *drafts[2] = {draft.thenBlock(), draft.elseBlock()};
-    SmallVector<Value> escaping[2];
+    SmallVector<Value> escaping[2], branchTapes[2];
     for (int branch = 0; branch < 2; ++branch) {
       OpBuilder::InsertionGuard guard(b);
       dropTerminator(drafts[branch]);
       b.setInsertionPointToStart(drafts[branch]);
+      emitter.setCarriedTapes(op, tapes);
       if (originals[branch] &&
           failed(emitter.emitOps(*originals[branch], /*withTerminator=*/false)))
         return failure();
       escaping[branch] = escapingScalars(drafts[branch]);
+      branchTapes[branch] = emitter.getCarriedTapes(op);
     }
 
     SmallVector<Type> types(ifOp.getResultTypes());
+    for (Value tape : tapes)
+      types.push_back(tape.getType());
     for (Value value : llvm::concat<Value>(escaping[0], escaping[1]))
       types.push_back(value.getType());
     auto forward = scf::IfOp::create(b, loc, types, condition,
@@ -232,6 +247,7 @@ struct IfRule : ReverseRuleOpInterface::ExternalModel<IfRule, scf::IfOp> {
       if (originals[branch])
         for (Value value : originals[branch]->getTerminator()->getOperands())
           yields.push_back(emitter.lookup(value));
+      llvm::append_range(yields, branchTapes[branch]);
       for (int other = 0; other < 2; ++other)
         for (Value value : escaping[other])
           yields.push_back(other == branch
@@ -243,9 +259,12 @@ struct IfRule : ReverseRuleOpInterface::ExternalModel<IfRule, scf::IfOp> {
 
     unsigned numResults = ifOp.getNumResults();
     emitter.mapResults(op, forward.getResults().take_front(numResults));
+    emitter.setCarriedTapes(
+        op, forward.getResults().slice(numResults, tapes.size()));
+    unsigned firstEscape = numResults + tapes.size();
     for (auto [index, value] :
          llvm::enumerate(llvm::concat<Value>(escaping[0], escaping[1])))
-      emitter.mapEscape(value, forward.getResult(numResults + index));
+      emitter.mapEscape(value, forward.getResult(firstEscape + index));
     return success();
   }
 
@@ -303,11 +322,239 @@ struct IfRule : ReverseRuleOpInterface::ExternalModel<IfRule, scf::IfOp> {
   }
 };
 
+/// Positions of the values of differentiable type in `values`.
+static SmallVector<unsigned> differentiablePositions(ValueRange values) {
+  SmallVector<unsigned> positions;
+  for (auto [index, value] : llvm::enumerate(values))
+    if (isDifferentiableType(value.getType()))
+      positions.push_back(index);
+  return positions;
+}
+
+/// scf.while, whose trip count is known only when it ends. The forward loop
+/// counts its rows (one per evaluation of the condition) and stores what
+/// the adjoint reads in a growable tape, doubled when full. The adjoint
+/// reverses the last evaluation of the condition region, then each
+/// iteration (body, then condition region) from the last to the first.
+struct WhileRule
+    : ReverseRuleOpInterface::ExternalModel<WhileRule, scf::WhileOp> {
+  bool usesGrowableTape(Operation *) const { return true; }
+
+  LogicalResult emitForward(Operation *op, ForwardEmitter &emitter) const {
+    auto loop = cast<scf::WhileOp>(op);
+    OpBuilder &b = emitter.getBuilder();
+    Location loc = loop.getLoc();
+    SmallVector<Value> tapes = emitter.getCarriedTapes(op);
+    if (tapes.size() != 2)
+      return op->emitError("cannot differentiate nested scf.while loops yet");
+    Value firstRow = tapes[1];
+    Value width = emitter.getRowWidth(op);
+
+    // Carried: the original values, the current row, the tape.
+    SmallVector<Value> inits;
+    for (Value init : loop.getInits())
+      inits.push_back(emitter.lookup(init));
+    unsigned numInits = inits.size();
+    inits.push_back(firstRow);
+    inits.push_back(tapes[0]);
+    SmallVector<Type> resultTypes(loop.getResultTypes());
+    resultTypes.push_back(b.getIndexType());
+    resultTypes.push_back(tapes[0].getType());
+    auto forward = scf::WhileOp::create(b, loc, resultTypes, inits);
+
+    Block &originalBefore = loop.getBefore().front();
+    Block &originalAfter = loop.getAfter().front();
+    Block *before = new Block();
+    forward.getBefore().push_back(before);
+    for (Value init : inits)
+      before->addArgument(init.getType(), loc);
+    Block *after = new Block();
+    forward.getAfter().push_back(after);
+    for (Type type : resultTypes)
+      after->addArgument(type, loc);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(before);
+      Value row = before->getArgument(numInits);
+      Value tape = growIfFull(b, loc, before->getArgument(numInits + 1), row,
+                              width);
+      emitter.mapValues(originalBefore.getArguments(),
+                        before->getArguments().take_front(numInits));
+      emitter.beginRows(before, op, row, tape);
+      if (failed(emitter.emitOps(originalBefore, /*withTerminator=*/false)))
+        return failure();
+      auto condition = cast<scf::ConditionOp>(originalBefore.getTerminator());
+      SmallVector<Value> passed;
+      for (Value value : condition.getArgs())
+        passed.push_back(emitter.lookup(value));
+      passed.push_back(row);
+      passed.push_back(tape);
+      scf::ConditionOp::create(b, loc,
+                               emitter.lookup(condition.getCondition()),
+                               passed);
+    }
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(after);
+      unsigned numPassed = loop.getNumResults();
+      Value row = after->getArgument(numPassed);
+      Value tape = after->getArgument(numPassed + 1);
+      emitter.mapValues(originalAfter.getArguments(),
+                        after->getArguments().take_front(numPassed));
+      emitter.beginRows(after, op, row, tape);
+      if (failed(emitter.emitOps(originalAfter, /*withTerminator=*/false)))
+        return failure();
+      SmallVector<Value> yields;
+      for (Value value : originalAfter.getTerminator()->getOperands())
+        yields.push_back(emitter.lookup(value));
+      Value one = arith::ConstantIndexOp::create(b, loc, 1);
+      yields.push_back(arith::AddIOp::create(b, loc, row, one));
+      yields.push_back(tape);
+      scf::YieldOp::create(b, loc, yields);
+    }
+
+    unsigned numResults = loop.getNumResults();
+    Value lastRow = forward.getResult(numResults);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    Value nextRow = arith::AddIOp::create(b, loc, lastRow, one);
+    emitter.mapResults(op, forward.getResults().take_front(numResults));
+    emitter.setCarriedTapes(op, {forward.getResult(numResults + 1), nextRow});
+    // The adjoint reads the first and the last row of this execution.
+    emitter.setResiduals(op, {firstRow, lastRow});
+    return success();
+  }
+
+  /// `tape`, reallocated to max(2 * capacity, needed) when row `row` of
+  /// `width` slots does not fit.
+  static Value growIfFull(OpBuilder &b, Location loc, Value tape, Value row,
+                          Value width) {
+    Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+    Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+    Value c2 = arith::ConstantIndexOp::create(b, loc, 2);
+    Value rows = arith::AddIOp::create(b, loc, row, c1);
+    Value needed = arith::MulIOp::create(b, loc, rows, width);
+    Value capacity = memref::DimOp::create(b, loc, tape, c0);
+    Value full = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt,
+                                       needed, capacity);
+    auto grow = scf::IfOp::create(b, loc, tape.getType(), full,
+                                  /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(grow.thenBlock());
+      Value doubled = arith::MulIOp::create(b, loc, capacity, c2);
+      Value size = arith::MaxUIOp::create(b, loc, doubled, needed);
+      Value larger = memref::ReallocOp::create(
+          b, loc, cast<MemRefType>(tape.getType()), tape, size);
+      scf::YieldOp::create(b, loc, larger);
+      b.setInsertionPointToStart(grow.elseBlock());
+      scf::YieldOp::create(b, loc, tape);
+    }
+    return grow.getResult(0);
+  }
+
+  LogicalResult emitReverse(Operation *op, ReverseEmitter &emitter) const {
+    auto loop = cast<scf::WhileOp>(op);
+    OpBuilder &b = emitter.getBuilder();
+    Location loc = loop.getLoc();
+    SmallVector<Value> residuals = emitter.getResiduals(op);
+    Value firstRow = residuals[0], lastRow = residuals[1];
+    Block &before = loop.getBefore().front();
+    Block &after = loop.getAfter().front();
+    auto condition = cast<scf::ConditionOp>(before.getTerminator());
+    auto yield = cast<scf::YieldOp>(after.getTerminator());
+    SmallVector<unsigned> carried = differentiablePositions(before.getArguments());
+    SmallVector<unsigned> passed = differentiablePositions(after.getArguments());
+
+    llvm::SetVector<Value> used;
+    getUsedValuesDefinedAbove(loop->getRegions(), used);
+    SmallVector<Value> outer;
+    for (Value value : used)
+      if (emitter.isActive(value))
+        outer.push_back(value);
+
+    // The condition region in `row`, given the cotangents of what it passes;
+    // returns the cotangents of its arguments.
+    auto reverseBefore = [&](Value row,
+                             ArrayRef<Value> passedCotangents)
+        -> FailureOr<SmallVector<Value>> {
+      emitter.resetCotangents(before);
+      emitter.beginRows(&before, op, row);
+      for (auto [position, cotangent] : llvm::zip(passed, passedCotangents))
+        emitter.addCotangent(condition.getArgs()[position], cotangent);
+      if (failed(emitter.emitReverseOps(before)))
+        return failure();
+      SmallVector<Value> cotangents;
+      for (unsigned position : carried)
+        cotangents.push_back(emitter.getCotangent(before.getArgument(position)));
+      emitter.endRows(&before);
+      return cotangents;
+    };
+
+    // The last evaluation of the condition, which ended the loop.
+    SmallVector<Value> resultCotangents;
+    for (unsigned position : passed)
+      resultCotangents.push_back(emitter.getCotangent(loop.getResult(position)));
+    FailureOr<SmallVector<Value>> lastCotangents =
+        reverseBefore(lastRow, resultCotangents);
+    if (failed(lastCotangents))
+      return failure();
+
+    // Then every iteration, last first: body, then condition region.
+    SmallVector<Value> inits(*lastCotangents);
+    for (Value value : outer)
+      inits.push_back(emitter.getCotangent(value));
+    Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+    Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+    Value iterations = arith::SubIOp::create(b, loc, lastRow, firstRow);
+    auto reverse = scf::ForOp::create(b, loc, c0, iterations, c1, inits);
+    Block *reverseBody = reverse.getBody();
+    dropTerminator(reverseBody);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(reverseBody);
+      Value fromLast = arith::AddIOp::create(b, loc, reverse.getInductionVar(),
+                                             c1);
+      Value row = arith::SubIOp::create(b, loc, lastRow, fromLast);
+      for (auto [index, value] : llvm::enumerate(outer))
+        emitter.setCotangent(
+            value, reverseBody->getArgument(1 + carried.size() + index));
+
+      emitter.resetCotangents(after);
+      emitter.beginRows(&after, op, row);
+      for (auto [index, position] : llvm::enumerate(carried))
+        emitter.addCotangent(yield.getOperand(position),
+                             reverseBody->getArgument(1 + index));
+      if (failed(emitter.emitReverseOps(after)))
+        return failure();
+      SmallVector<Value> passedCotangents;
+      for (unsigned position : passed)
+        passedCotangents.push_back(
+            emitter.getCotangent(after.getArgument(position)));
+      emitter.endRows(&after);
+
+      FailureOr<SmallVector<Value>> cotangents =
+          reverseBefore(row, passedCotangents);
+      if (failed(cotangents))
+        return failure();
+      SmallVector<Value> yields(*cotangents);
+      for (Value value : outer)
+        yields.push_back(emitter.lookupCotangent(value));
+      scf::YieldOp::create(b, loc, yields);
+    }
+    for (auto [index, value] : llvm::enumerate(outer))
+      emitter.setCotangent(value, reverse.getResult(carried.size() + index));
+    for (auto [index, position] : llvm::enumerate(carried))
+      emitter.addCotangent(loop.getInits()[position], reverse.getResult(index));
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::ad::registerSCFReverseRules(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, scf::SCFDialect *) {
     scf::ForOp::attachInterface<ForRule>(*context);
     scf::IfOp::attachInterface<IfRule>(*context);
+    scf::WhileOp::attachInterface<WhileRule>(*context);
   });
 }

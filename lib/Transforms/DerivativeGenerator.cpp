@@ -62,6 +62,66 @@ struct ForwardLoopScope {
   Operation *entryOp = nullptr;
 };
 
+/// The growable tape of one loop whose trip count is unknown at entry: rows
+/// of `width` f64 slots, one row per iteration, doubled when full.
+struct GrowableTape {
+  /// Current forward values of the buffer and of the next free row.
+  Value buffer, nextRow;
+  /// Placeholders for the row width, set once the adjoint is complete.
+  Operation *forwardWidth = nullptr, *pullbackWidth = nullptr;
+  /// Slot of each forward value stored per row.
+  llvm::MapVector<Value, unsigned> slots;
+};
+
+/// A forward block whose values the adjoint reads from a row of a growable
+/// tape.
+struct ForwardRowScope {
+  Operation *originalLoop = nullptr;
+  Value row, buffer;
+};
+
+/// `value` widened or bitcast into an f64 slot of a growable tape.
+static Value encodeAsF64(OpBuilder &b, Location loc, Value value) {
+  Type type = value.getType();
+  Type f64 = b.getF64Type();
+  if (type == f64)
+    return value;
+  if (isa<FloatType>(type))
+    return arith::ExtFOp::create(b, loc, f64, value);
+  Type i64 = b.getI64Type();
+  if (type.isIndex())
+    value = arith::IndexCastOp::create(b, loc, i64, value);
+  else if (type.getIntOrFloatBitWidth() < 64)
+    value = arith::ExtUIOp::create(b, loc, i64, value);
+  return arith::BitcastOp::create(b, loc, f64, value);
+}
+
+/// The inverse of encodeAsF64.
+static Value decodeFromF64(OpBuilder &b, Location loc, Value slot, Type type) {
+  if (type == b.getF64Type())
+    return slot;
+  if (isa<FloatType>(type))
+    return arith::TruncFOp::create(b, loc, type, slot);
+  Value bits = arith::BitcastOp::create(b, loc, b.getI64Type(), slot);
+  if (type.isIndex())
+    return arith::IndexCastOp::create(b, loc, type, bits);
+  if (type.getIntOrFloatBitWidth() < 64)
+    return arith::TruncIOp::create(b, loc, type, bits);
+  return bits;
+}
+
+/// Ops nested in `original` (or itself) that write a growable tape, in
+/// program order.
+static SmallVector<Operation *> growableTapeUsers(Operation *original) {
+  SmallVector<Operation *> users;
+  original->walk<WalkOrder::PreOrder>([&](Operation *op) {
+    auto rule = dyn_cast<ReverseRuleOpInterface>(op);
+    if (rule && rule.usesGrowableTape())
+      users.push_back(op);
+  });
+  return users;
+}
+
 /// The forward sweep over one function.
 class ForwardSweep : public Sweep<ForwardEmitter> {
 public:
@@ -99,6 +159,15 @@ public:
 
   FailureOr<OpBuilder>
   getLoopEntryBuilder(Operation *op, SmallVectorImpl<Value> &values) override {
+    for (Block *block = builder.getInsertionBlock(); block != entry;
+         block = block->getParentOp()->getBlock()) {
+      if (rowScopes.count(block)) {
+        generator.emitError(op, "cannot differentiate this loop yet: it is "
+                                "nested in a loop whose trip count is "
+                                "unknown at entry");
+        return failure();
+      }
+    }
     Operation *entryOp = entryOpAt(builder.getInsertionBlock());
     OpBuilder entryBuilder = builder;
     if (entryOp)
@@ -139,6 +208,95 @@ public:
       scope.linearIndex = iteration;
     }
     loopScopes[forwardBody] = scope;
+  }
+
+  SmallVector<Value> getCarriedTapes(Operation *original) override {
+    SmallVector<Value> values;
+    for (Operation *user : growableTapeUsers(original)) {
+      GrowableTape &tape = growableTape(user);
+      if (!tape.buffer) {
+        Location loc = user->getLoc();
+        Value rows = arith::ConstantIndexOp::create(builder, loc, 16);
+        Value size = arith::MulIOp::create(
+            builder, loc, rows, tape.forwardWidth->getResult(0));
+        auto type = MemRefType::get({ShapedType::kDynamic}, builder.getF64Type());
+        tape.buffer = memref::AllocOp::create(builder, loc, type, size);
+        tape.nextRow = arith::ConstantIndexOp::create(builder, loc, 0);
+      }
+      values.push_back(tape.buffer);
+      values.push_back(tape.nextRow);
+    }
+    return values;
+  }
+
+  void setCarriedTapes(Operation *original, ValueRange values) override {
+    for (auto [index, user] : llvm::enumerate(growableTapeUsers(original))) {
+      GrowableTape &tape = growableTape(user);
+      tape.buffer = values[2 * index];
+      tape.nextRow = values[2 * index + 1];
+    }
+  }
+
+  Value getRowWidth(Operation *originalWhile) override {
+    return growableTape(originalWhile).forwardWidth->getResult(0);
+  }
+
+  void beginRows(Block *forwardBlock, Operation *originalWhile, Value row,
+                 Value tape) override {
+    rowScopes[forwardBlock] = {originalWhile, row, tape};
+  }
+
+  /// The growable tape of `originalLoop`, created empty on first use.
+  GrowableTape &growableTape(Operation *originalLoop) {
+    GrowableTape &tape = growableTapes[originalLoop];
+    if (!tape.forwardWidth) {
+      OpBuilder prologue = OpBuilder::atBlockBegin(entry);
+      tape.forwardWidth =
+          arith::ConstantIndexOp::create(prologue, originalLoop->getLoc(), 0);
+    }
+    return tape;
+  }
+
+  /// The row scope of forward block `block`, or null.
+  const ForwardRowScope *rowScopeOf(Block *block) const {
+    auto it = rowScopes.find(block);
+    return it == rowScopes.end() ? nullptr : &it->second;
+  }
+
+  /// The slot of `value` in the rows of its growable tape, storing it there
+  /// in every iteration (once per value).
+  unsigned storeInRow(Value value, const ForwardRowScope &scope) {
+    GrowableTape &tape = growableTape(scope.originalLoop);
+    auto [it, inserted] = tape.slots.insert({value, tape.slots.size()});
+    if (!inserted)
+      return it->second;
+    Location loc = value.getLoc();
+    OpBuilder b(value.getContext());
+    Operation *def = value.getDefiningOp();
+    Operation *bufferDef = scope.buffer.getDefiningOp();
+    if (!def || (bufferDef && bufferDef->getBlock() == def->getBlock() &&
+                 def->isBeforeInBlock(bufferDef)))
+      b.setInsertionPointAfterValue(scope.buffer);
+    else
+      b.setInsertionPointAfter(def);
+    Value base = arith::MulIOp::create(b, loc, scope.row,
+                                       tape.forwardWidth->getResult(0));
+    Value slot = arith::ConstantIndexOp::create(b, loc, it->second);
+    Value index = arith::AddIOp::create(b, loc, base, slot);
+    memref::StoreOp::create(b, loc, encodeAsF64(b, loc, value), scope.buffer,
+                            index);
+    return it->second;
+  }
+
+  /// Sets every row width now that all slots are known.
+  void finalizeGrowableTapes() {
+    for (auto &[loop, tape] : growableTapes) {
+      auto width = IntegerAttr::get(IndexType::get(loop->getContext()),
+                                    tape.slots.size());
+      for (Operation *placeholder : {tape.forwardWidth, tape.pullbackWidth})
+        if (placeholder)
+          placeholder->setAttr("value", width);
+    }
   }
 
   /// The loop scope whose body is `block`, or null outside loops.
@@ -223,11 +381,16 @@ private:
   DenseMap<Value, Value> escapes;
   DenseMap<Block *, ForwardLoopScope> loopScopes;
   DenseMap<Value, Value> perIterationBuffers;
+  DenseMap<Block *, ForwardRowScope> rowScopes;
+  llvm::MapVector<Operation *, GrowableTape> growableTapes;
 };
 
 /// One iteration of a reverse loop being emitted.
 struct ReverseLoopScope {
   Block *originalBody = nullptr;
+  /// The loop whose growable tape rows this scope reads, or null for a loop
+  /// with a per-iteration buffer.
+  Operation *growableLoop = nullptr;
   Value linearIndex;
   /// Per-iteration values already loaded in this iteration.
   DenseMap<Value, Value> loaded;
@@ -317,6 +480,34 @@ public:
     loops.pop_back();
   }
 
+  void beginRows(Block *originalBlock, Operation *originalWhile,
+                 Value row) override {
+    // Loads of this scope go right after the row's definition, which must
+    // then be an op here, not a block argument at the top of the function.
+    if (isa<BlockArgument>(row)) {
+      Location loc = row.getLoc();
+      row = arith::AddIOp::create(builder, loc, row,
+                                  arith::ConstantIndexOp::create(builder, loc, 0));
+    }
+    ReverseLoopScope scope;
+    scope.originalBody = originalBlock;
+    scope.growableLoop = originalWhile;
+    scope.linearIndex = row;
+    loops.push_back(std::move(scope));
+  }
+
+  void endRows(Block *originalBlock) override { endLoop(originalBlock); }
+
+  void resetCotangents(Block &original) override {
+    original.walk([&](Block *block) {
+      for (Value argument : block->getArguments())
+        cotangents.erase(argument);
+      for (Operation &op : *block)
+        for (Value result : op.getResults())
+          cotangents.erase(result);
+    });
+  }
+
   /// Whether some result of `op` has received a cotangent.
   bool hasCotangent(Operation *op) const {
     return llvm::any_of(op->getResults(), [&](Value result) {
@@ -340,6 +531,8 @@ private:
     Block *home = value.getParentBlock();
     if (home == forward.getEntry())
       return tapeEntryValue(value);
+    if (const ForwardRowScope *rows = forward.rowScopeOf(home))
+      return loadFromRow(value, *rows, forward.originalBlockOf(home));
     const ForwardLoopScope *scope = forward.scopeOf(home);
     if (!scope || !BaseMemRefType::isValidElementType(value.getType()))
       return failMaterialization(value);
@@ -354,6 +547,40 @@ private:
       loadBuilder.setInsertionPointAfterValue(loop.linearIndex);
       Value loaded = memref::LoadOp::create(loadBuilder, value.getLoc(),
                                             buffer, loop.linearIndex);
+      loop.loaded[value] = loaded;
+      return loaded;
+    }
+    return failMaterialization(value);
+  }
+
+  /// Reads forward value `value`, stored in a row of a growable tape, in the
+  /// reverse iteration of `originalHome` being emitted.
+  Value loadFromRow(Value value, const ForwardRowScope &rows,
+                    Block *originalHome) {
+    if (!BaseMemRefType::isValidElementType(value.getType()))
+      return failMaterialization(value);
+    for (ReverseLoopScope &loop : llvm::reverse(loops)) {
+      if (loop.originalBody != originalHome)
+        continue;
+      if (Value loaded = loop.loaded.lookup(value))
+        return loaded;
+      unsigned slot = forward.storeInRow(value, rows);
+      GrowableTape &tape = forward.growableTape(rows.originalLoop);
+      Value buffer = tapeEntryValue(tape.buffer);
+      if (!tape.pullbackWidth) {
+        OpBuilder prologue = OpBuilder::atBlockBegin(body);
+        tape.pullbackWidth = arith::ConstantIndexOp::create(
+            prologue, rows.originalLoop->getLoc(), 0);
+      }
+      Location loc = value.getLoc();
+      OpBuilder b(value.getContext());
+      b.setInsertionPointAfterValue(loop.linearIndex);
+      Value base = arith::MulIOp::create(b, loc, loop.linearIndex,
+                                         tape.pullbackWidth->getResult(0));
+      Value index = arith::AddIOp::create(
+          b, loc, base, arith::ConstantIndexOp::create(b, loc, slot));
+      Value slotValue = memref::LoadOp::create(b, loc, buffer, index);
+      Value loaded = decodeFromF64(b, loc, slotValue, value.getType());
       loop.loaded[value] = loaded;
       return loaded;
     }
@@ -522,6 +749,7 @@ DerivativeGenerator::generate(func::FuncOp callee, ArrayRef<int64_t> wrt) {
                            pullbackBody->getArgument(cotangentIndex++));
   if (failed(reverse.emitReverseOps(original)))
     return discard();
+  forward.finalizeGrowableTapes();
 
   SmallVector<Value> gradients;
   OpBuilder &pullbackBuilder = reverse.getBuilder();

@@ -472,6 +472,279 @@ func.func @check_mixed_iter_args(%point: i64, %p0: f64) {
   return
 }
 
+func.func @case_while_growth(%a: f32, %b: f32) -> f32 {
+  %ten = arith.constant 10.0 : f32
+  %one = arith.constant 1.0 : f32
+  %r = scf.while (%s = %b) : (f32) -> f32 {
+    %go = arith.cmpf olt, %s, %ten : f32
+    scf.condition(%go) %s : f32
+  } do {
+  ^bb0(%s: f32):
+    %m = arith.mulf %s, %a : f32
+    %n = arith.addf %m, %one : f32
+    scf.yield %n : f32
+  }
+  return %r : f32
+}
+
+func.func @case_while_growth_ref(%a: f64, %b: f64) -> f64 {
+  %ten = arith.constant 10.0 : f64
+  %one = arith.constant 1.0 : f64
+  %r = scf.while (%s = %b) : (f64) -> f64 {
+    %go = arith.cmpf olt, %s, %ten : f64
+    scf.condition(%go) %s : f64
+  } do {
+  ^bb0(%s: f64):
+    %m = arith.mulf %s, %a : f64
+    %n = arith.addf %m, %one : f64
+    scf.yield %n : f64
+  }
+  return %r : f64
+}
+
+func.func @check_while_growth(%point: i64, %p0: f64, %p1: f64) {
+  %x0 = arith.truncf %p0 : f64 to f32
+  %e0 = arith.extf %x0 : f32 to f64
+  %x1 = arith.truncf %p1 : f64 to f32
+  %e1 = arith.extf %x1 : f32 to f64
+  %g0, %g1 = ad.grad @case_while_growth(%x0, %x1) : (f32, f32) -> (f32, f32)
+  %tol = arith.constant 1.000000e-05 : f64
+  %gw0 = arith.extf %g0 : f32 to f64
+  %xp0, %xm0 = func.call @step(%e0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_while_growth_ref(%xp0, %e1) : (f64, f64) -> f64
+  %fm0 = func.call @case_while_growth_ref(%xm0, %e1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "while_growth p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%gw0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %gw1 = arith.extf %g1 : f32 to f64
+  %xp1, %xm1 = func.call @step(%e1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_while_growth_ref(%e0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_while_growth_ref(%e0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "while_growth p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%gw1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
+func.func @case_while_condition_work(%a: f32, %b: f32) -> f32 {
+  %ten = arith.constant 10.0 : f32
+  %one = arith.constant 1.0 : f32
+  %r = scf.while (%s = %b) : (f32) -> f32 {
+    %t = arith.mulf %s, %a : f32
+    %e = math.sin %t : f32
+    %u = arith.addf %t, %e : f32
+    %go = arith.cmpf olt, %u, %ten : f32
+    scf.condition(%go) %u : f32
+  } do {
+  ^bb0(%u: f32):
+    %n = arith.addf %u, %one : f32
+    scf.yield %n : f32
+  }
+  return %r : f32
+}
+
+func.func @case_while_condition_work_ref(%a: f64, %b: f64) -> f64 {
+  %ten = arith.constant 10.0 : f64
+  %one = arith.constant 1.0 : f64
+  %r = scf.while (%s = %b) : (f64) -> f64 {
+    %t = arith.mulf %s, %a : f64
+    %e = math.sin %t : f64
+    %u = arith.addf %t, %e : f64
+    %go = arith.cmpf olt, %u, %ten : f64
+    scf.condition(%go) %u : f64
+  } do {
+  ^bb0(%u: f64):
+    %n = arith.addf %u, %one : f64
+    scf.yield %n : f64
+  }
+  return %r : f64
+}
+
+func.func @check_while_condition_work(%point: i64, %p0: f64, %p1: f64) {
+  %x0 = arith.truncf %p0 : f64 to f32
+  %e0 = arith.extf %x0 : f32 to f64
+  %x1 = arith.truncf %p1 : f64 to f32
+  %e1 = arith.extf %x1 : f32 to f64
+  %g0, %g1 = ad.grad @case_while_condition_work(%x0, %x1) : (f32, f32) -> (f32, f32)
+  %tol = arith.constant 1.000000e-05 : f64
+  %gw0 = arith.extf %g0 : f32 to f64
+  %xp0, %xm0 = func.call @step(%e0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_while_condition_work_ref(%xp0, %e1) : (f64, f64) -> f64
+  %fm0 = func.call @case_while_condition_work_ref(%xm0, %e1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "while_condition_work p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%gw0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %gw1 = arith.extf %g1 : f32 to f64
+  %xp1, %xm1 = func.call @step(%e1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_while_condition_work_ref(%e0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_while_condition_work_ref(%e0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "while_condition_work p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%gw1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
+func.func @case_newton_sqrt(%a: f32) -> f32 {
+  %half = arith.constant 0.5 : f32
+  %eps = arith.constant 9.5367431640625e-07 : f32
+  %tol = arith.mulf %eps, %a : f32
+  %r = scf.while (%y = %a) : (f32) -> f32 {
+    %yy = arith.mulf %y, %y : f32
+    %d = arith.subf %yy, %a : f32
+    %ad = math.absf %d : f32
+    %go = arith.cmpf ogt, %ad, %tol : f32
+    scf.condition(%go) %y : f32
+  } do {
+  ^bb0(%y: f32):
+    %q = arith.divf %a, %y : f32
+    %s = arith.addf %y, %q : f32
+    %n = arith.mulf %s, %half : f32
+    scf.yield %n : f32
+  }
+  return %r : f32
+}
+
+func.func @case_newton_sqrt_ref(%a: f64) -> f64 {
+  %half = arith.constant 0.5 : f64
+  %eps = arith.constant 1.7763568394002505e-15 : f64
+  %tol = arith.mulf %eps, %a : f64
+  %r = scf.while (%y = %a) : (f64) -> f64 {
+    %yy = arith.mulf %y, %y : f64
+    %d = arith.subf %yy, %a : f64
+    %ad = math.absf %d : f64
+    %go = arith.cmpf ogt, %ad, %tol : f64
+    scf.condition(%go) %y : f64
+  } do {
+  ^bb0(%y: f64):
+    %q = arith.divf %a, %y : f64
+    %s = arith.addf %y, %q : f64
+    %n = arith.mulf %s, %half : f64
+    scf.yield %n : f64
+  }
+  return %r : f64
+}
+
+func.func @check_newton_sqrt(%point: i64, %p0: f64) {
+  %x0 = arith.truncf %p0 : f64 to f32
+  %e0 = arith.extf %x0 : f32 to f64
+  %g0 = ad.grad @case_newton_sqrt(%x0) : (f32) -> (f32)
+  %tol = arith.constant 1.000000e-05 : f64
+  %gw0 = arith.extf %g0 : f32 to f64
+  %xp0, %xm0 = func.call @step(%e0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_newton_sqrt_ref(%xp0) : (f64) -> f64
+  %fm0 = func.call @case_newton_sqrt_ref(%xm0) : (f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "newton_sqrt p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%gw0, %fd0, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
+func.func @case_while_in_for(%a: f32, %b: f32) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %four = arith.constant 4.0 : f32
+  %half = arith.constant 0.5 : f32
+  %r = scf.for %i = %c0 to %c3 step %c1 iter_args(%s = %b) -> (f32) {
+    %ii = arith.index_cast %i : index to i64
+    %fi = arith.sitofp %ii : i64 to f32
+    %fi1 = arith.addf %fi, %half : f32
+    %limit = arith.mulf %four, %fi1 : f32
+    %w = scf.while (%u = %s) : (f32) -> f32 {
+      %go = arith.cmpf olt, %u, %limit : f32
+      scf.condition(%go) %u : f32
+    } do {
+    ^bb0(%u: f32):
+      %m = arith.mulf %u, %a : f32
+      %n = arith.addf %m, %half : f32
+      scf.yield %n : f32
+    }
+    %c = math.cos %w : f32
+    %v = arith.addf %w, %c : f32
+    scf.yield %v : f32
+  }
+  return %r : f32
+}
+
+func.func @case_while_in_for_ref(%a: f64, %b: f64) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %four = arith.constant 4.0 : f64
+  %half = arith.constant 0.5 : f64
+  %r = scf.for %i = %c0 to %c3 step %c1 iter_args(%s = %b) -> (f64) {
+    %ii = arith.index_cast %i : index to i64
+    %fi = arith.sitofp %ii : i64 to f64
+    %fi1 = arith.addf %fi, %half : f64
+    %limit = arith.mulf %four, %fi1 : f64
+    %w = scf.while (%u = %s) : (f64) -> f64 {
+      %go = arith.cmpf olt, %u, %limit : f64
+      scf.condition(%go) %u : f64
+    } do {
+    ^bb0(%u: f64):
+      %m = arith.mulf %u, %a : f64
+      %n = arith.addf %m, %half : f64
+      scf.yield %n : f64
+    }
+    %c = math.cos %w : f64
+    %v = arith.addf %w, %c : f64
+    scf.yield %v : f64
+  }
+  return %r : f64
+}
+
+func.func @check_while_in_for(%point: i64, %p0: f64, %p1: f64) {
+  %x0 = arith.truncf %p0 : f64 to f32
+  %e0 = arith.extf %x0 : f32 to f64
+  %x1 = arith.truncf %p1 : f64 to f32
+  %e1 = arith.extf %x1 : f32 to f64
+  %g0, %g1 = ad.grad @case_while_in_for(%x0, %x1) : (f32, f32) -> (f32, f32)
+  %tol = arith.constant 1.000000e-05 : f64
+  %gw0 = arith.extf %g0 : f32 to f64
+  %xp0, %xm0 = func.call @step(%e0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_while_in_for_ref(%xp0, %e1) : (f64, f64) -> f64
+  %fm0 = func.call @case_while_in_for_ref(%xm0, %e1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "while_in_for p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%gw0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %gw1 = arith.extf %g1 : f32 to f64
+  %xp1, %xm1 = func.call @step(%e1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_while_in_for_ref(%e0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_while_in_for_ref(%e0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "while_in_for p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%gw1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
 // x +- h with h = 1e-5 * max(1, |x|): central differences in f64 then err
 // by about 1e-10 relative for the smooth cases here.
 func.func @step(%x: f64) -> (f64, f64) {
@@ -579,6 +852,43 @@ func.func @main() {
   %mixed_iter_args_1_0 = arith.constant 1.2 : f64
   %mixed_iter_args_1_id = arith.constant 1 : i64
   func.call @check_mixed_iter_args(%mixed_iter_args_1_id, %mixed_iter_args_1_0) : (i64, f64) -> ()
+  %while_growth_0_0 = arith.constant 1.5 : f64
+  %while_growth_0_1 = arith.constant 0.5 : f64
+  %while_growth_0_id = arith.constant 0 : i64
+  func.call @check_while_growth(%while_growth_0_id, %while_growth_0_0, %while_growth_0_1) : (i64, f64, f64) -> ()
+  %while_growth_1_0 = arith.constant 3.0 : f64
+  %while_growth_1_1 = arith.constant 2.0 : f64
+  %while_growth_1_id = arith.constant 1 : i64
+  func.call @check_while_growth(%while_growth_1_id, %while_growth_1_0, %while_growth_1_1) : (i64, f64, f64) -> ()
+  %while_growth_2_0 = arith.constant 1.2 : f64
+  %while_growth_2_1 = arith.constant 11.0 : f64
+  %while_growth_2_id = arith.constant 2 : i64
+  func.call @check_while_growth(%while_growth_2_id, %while_growth_2_0, %while_growth_2_1) : (i64, f64, f64) -> ()
+  %while_condition_work_0_0 = arith.constant 1.3 : f64
+  %while_condition_work_0_1 = arith.constant 0.7 : f64
+  %while_condition_work_0_id = arith.constant 0 : i64
+  func.call @check_while_condition_work(%while_condition_work_0_id, %while_condition_work_0_0, %while_condition_work_0_1) : (i64, f64, f64) -> ()
+  %while_condition_work_1_0 = arith.constant 2.1 : f64
+  %while_condition_work_1_1 = arith.constant 0.4 : f64
+  %while_condition_work_1_id = arith.constant 1 : i64
+  func.call @check_while_condition_work(%while_condition_work_1_id, %while_condition_work_1_0, %while_condition_work_1_1) : (i64, f64, f64) -> ()
+  %newton_sqrt_0_0 = arith.constant 2.0 : f64
+  %newton_sqrt_0_id = arith.constant 0 : i64
+  func.call @check_newton_sqrt(%newton_sqrt_0_id, %newton_sqrt_0_0) : (i64, f64) -> ()
+  %newton_sqrt_1_0 = arith.constant 9.5 : f64
+  %newton_sqrt_1_id = arith.constant 1 : i64
+  func.call @check_newton_sqrt(%newton_sqrt_1_id, %newton_sqrt_1_0) : (i64, f64) -> ()
+  %newton_sqrt_2_0 = arith.constant 0.3 : f64
+  %newton_sqrt_2_id = arith.constant 2 : i64
+  func.call @check_newton_sqrt(%newton_sqrt_2_id, %newton_sqrt_2_0) : (i64, f64) -> ()
+  %while_in_for_0_0 = arith.constant 1.4 : f64
+  %while_in_for_0_1 = arith.constant 0.6 : f64
+  %while_in_for_0_id = arith.constant 0 : i64
+  func.call @check_while_in_for(%while_in_for_0_id, %while_in_for_0_0, %while_in_for_0_1) : (i64, f64, f64) -> ()
+  %while_in_for_1_0 = arith.constant 1.9 : f64
+  %while_in_for_1_1 = arith.constant 0.3 : f64
+  %while_in_for_1_id = arith.constant 1 : i64
+  func.call @check_while_in_for(%while_in_for_1_id, %while_in_for_1_0, %while_in_for_1_1) : (i64, f64, f64) -> ()
   return
 }
 
@@ -611,4 +921,21 @@ func.func @main() {
 // CHECK: nested_loops p1 db: ok
 // CHECK: mixed_iter_args p0 da: ok
 // CHECK: mixed_iter_args p1 da: ok
+// CHECK: while_growth p0 da: ok
+// CHECK: while_growth p0 db: ok
+// CHECK: while_growth p1 da: ok
+// CHECK: while_growth p1 db: ok
+// CHECK: while_growth p2 da: ok
+// CHECK: while_growth p2 db: ok
+// CHECK: while_condition_work p0 da: ok
+// CHECK: while_condition_work p0 db: ok
+// CHECK: while_condition_work p1 da: ok
+// CHECK: while_condition_work p1 db: ok
+// CHECK: newton_sqrt p0 da: ok
+// CHECK: newton_sqrt p1 da: ok
+// CHECK: newton_sqrt p2 da: ok
+// CHECK: while_in_for p0 da: ok
+// CHECK: while_in_for p0 db: ok
+// CHECK: while_in_for p1 da: ok
+// CHECK: while_in_for p1 db: ok
 // CHECK-NOT: FAIL

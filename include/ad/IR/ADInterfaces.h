@@ -80,6 +80,21 @@ public:
   /// number of iterations.
   virtual void beginLoop(Block *forwardBody, Value iteration,
                          Value tripCount) = 0;
+
+  /// The growable tapes of the scf.while loops nested in `original` (or
+  /// `original` itself), as forward values at the insertion point: a region
+  /// op carries them through (iter_args, results) and reports their new
+  /// values with setCarriedTapes. Tapes are created on first request.
+  virtual SmallVector<Value> getCarriedTapes(Operation *original) = 0;
+  /// Replaces the current values of what getCarriedTapes(original) returned.
+  virtual void setCarriedTapes(Operation *original, ValueRange values) = 0;
+  /// The number of tape slots one iteration of `originalWhile` fills (an
+  /// index known once the adjoint is complete).
+  virtual Value getRowWidth(Operation *originalWhile) = 0;
+  /// Declares that values of `forwardBlock` the adjoint reads are stored in
+  /// row `row` of `tape`, the growable tape of `originalWhile`.
+  virtual void beginRows(Block *forwardBlock, Operation *originalWhile,
+                         Value row, Value tape) = 0;
 };
 
 /// The reverse sweep: emits the pullback function.
@@ -116,6 +131,15 @@ public:
                          Value tripCount) = 0;
   /// Ends what beginLoop started.
   virtual void endLoop(Block *originalBody) = 0;
+  /// Starts reversing `originalBlock` of `originalWhile` for the iteration
+  /// stored in row `row` of its tape.
+  virtual void beginRows(Block *originalBlock, Operation *originalWhile,
+                         Value row) = 0;
+  /// Ends what beginRows started.
+  virtual void endRows(Block *originalBlock) = 0;
+  /// Forgets the cotangents of the values defined in `original`, before its
+  /// adjoint is emitted once more (a block reversed several times).
+  virtual void resetCotangents(Block &original) = 0;
 };
 
 /// Whether values of `type` carry gradients (float scalars, ranked tensors
