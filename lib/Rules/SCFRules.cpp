@@ -203,87 +203,117 @@ static SmallVector<Value> escapingScalars(Block *block) {
   return values;
 }
 
-struct IfRule : ReverseRuleOpInterface::ExternalModel<IfRule, scf::IfOp> {
-  LogicalResult emitForward(Operation *op, ForwardEmitter &emitter) const {
-    auto ifOp = cast<scf::IfOp>(op);
-    OpBuilder &b = emitter.getBuilder();
-    Location loc = ifOp.getLoc();
-    Value condition = emitter.lookup(ifOp.getCondition());
-    SmallVector<Value> tapes = emitter.getCarriedTapes(op);
+/// A new op like `original` (scf.if or scf.index_switch) choosing with
+/// `selector`, with results of `types` and one empty block per region.
+static Operation *createBranchOp(OpBuilder &b, Location loc, Operation *original,
+                                 Value selector, TypeRange types) {
+  Operation *created;
+  if (auto ifOp = dyn_cast<scf::IfOp>(original))
+    created = scf::IfOp::create(b, loc, types, selector,
+                                /*withElseRegion=*/true);
+  else {
+    auto switchOp = cast<scf::IndexSwitchOp>(original);
+    created = scf::IndexSwitchOp::create(b, loc, types, selector,
+                                         switchOp.getCasesAttr(),
+                                         switchOp.getNumCases());
+  }
+  for (Region &region : created->getRegions()) {
+    if (region.empty())
+      region.push_back(new Block());
+    dropTerminator(&region.front());
+  }
+  return created;
+}
 
-    // Emit both branches first: what they compute decides the result types.
-    auto draft = scf::IfOp::create(b, loc, TypeRange(), condition,
-                                   /*withElseRegion=*/true);
-    Block *originals[2] = {ifOp.thenBlock(), ifOp.elseBlock()};
-    Block *drafts[2] = {draft.thenBlock(), draft.elseBlock()};
-    SmallVector<Value> escaping[2], branchTapes[2];
-    for (int branch = 0; branch < 2; ++branch) {
+/// The selector of an scf.if or scf.index_switch.
+static Value branchSelector(Operation *op) {
+  if (auto ifOp = dyn_cast<scf::IfOp>(op))
+    return ifOp.getCondition();
+  return cast<scf::IndexSwitchOp>(op).getArg();
+}
+
+/// scf.if and scf.index_switch: the forward op also yields the scalars
+/// computed in each branch, so the adjoint can read them after the branch
+/// (unused ones are removed by canonicalization); the reverse op replays
+/// the recorded selector.
+template <typename OpT>
+struct BranchRule
+    : ReverseRuleOpInterface::ExternalModel<BranchRule<OpT>, OpT> {
+  LogicalResult emitForward(Operation *op, ForwardEmitter &emitter) const {
+    OpBuilder &b = emitter.getBuilder();
+    Location loc = op->getLoc();
+    Value selector = emitter.lookup(branchSelector(op));
+    SmallVector<Value> tapes = emitter.getCarriedTapes(op);
+    unsigned numBranches = op->getNumRegions();
+
+    // Emit every branch first: what they compute decides the result types.
+    Operation *draft = createBranchOp(b, loc, op, selector, TypeRange());
+    SmallVector<SmallVector<Value>> escaping(numBranches), branchTapes(numBranches);
+    for (unsigned branch = 0; branch < numBranches; ++branch) {
+      Region &original = op->getRegion(branch);
+      Block *target = &draft->getRegion(branch).front();
       OpBuilder::InsertionGuard guard(b);
-      dropTerminator(drafts[branch]);
-      b.setInsertionPointToStart(drafts[branch]);
+      b.setInsertionPointToStart(target);
       emitter.setCarriedTapes(op, tapes);
-      if (originals[branch] &&
-          failed(emitter.emitOps(*originals[branch], /*withTerminator=*/false)))
+      if (!original.empty() &&
+          failed(emitter.emitOps(original.front(), /*withTerminator=*/false)))
         return failure();
-      escaping[branch] = escapingScalars(drafts[branch]);
+      escaping[branch] = escapingScalars(target);
       branchTapes[branch] = emitter.getCarriedTapes(op);
     }
 
-    SmallVector<Type> types(ifOp.getResultTypes());
+    SmallVector<Type> types(op->getResultTypes());
     for (Value tape : tapes)
       types.push_back(tape.getType());
-    for (Value value : llvm::concat<Value>(escaping[0], escaping[1]))
-      types.push_back(value.getType());
-    auto forward = scf::IfOp::create(b, loc, types, condition,
-                                     /*withElseRegion=*/true);
-    Region *targets[2] = {&forward.getThenRegion(), &forward.getElseRegion()};
-    for (int branch = 0; branch < 2; ++branch) {
-      targets[branch]->takeBody(branch == 0 ? draft.getThenRegion()
-                                            : draft.getElseRegion());
-      Block *block = &targets[branch]->front();
+    for (ArrayRef<Value> values : escaping)
+      for (Value value : values)
+        types.push_back(value.getType());
+    Operation *forward = createBranchOp(b, loc, op, selector, types);
+    for (unsigned branch = 0; branch < numBranches; ++branch) {
+      Region &target = forward->getRegion(branch);
+      target.getBlocks().clear();
+      target.takeBody(draft->getRegion(branch));
       OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToEnd(block);
+      b.setInsertionPointToEnd(&target.front());
       SmallVector<Value> yields;
-      if (originals[branch])
-        for (Value value : originals[branch]->getTerminator()->getOperands())
+      Region &original = op->getRegion(branch);
+      if (!original.empty())
+        for (Value value : original.front().getTerminator()->getOperands())
           yields.push_back(emitter.lookup(value));
       llvm::append_range(yields, branchTapes[branch]);
-      for (int other = 0; other < 2; ++other)
+      for (unsigned other = 0; other < numBranches; ++other)
         for (Value value : escaping[other])
-          yields.push_back(other == branch
-                               ? value
-                               : zeroOf(b, loc, value.getType()));
+          yields.push_back(other == branch ? value
+                                           : zeroOf(b, loc, value.getType()));
       scf::YieldOp::create(b, loc, yields);
     }
-    draft.erase();
+    draft->erase();
 
-    unsigned numResults = ifOp.getNumResults();
-    emitter.mapResults(op, forward.getResults().take_front(numResults));
+    unsigned numResults = op->getNumResults();
+    emitter.mapResults(op, forward->getResults().take_front(numResults));
     emitter.setCarriedTapes(
-        op, forward.getResults().slice(numResults, tapes.size()));
-    unsigned firstEscape = numResults + tapes.size();
-    for (auto [index, value] :
-         llvm::enumerate(llvm::concat<Value>(escaping[0], escaping[1])))
-      emitter.mapEscape(value, forward.getResult(firstEscape + index));
+        op, forward->getResults().slice(numResults, tapes.size()));
+    unsigned next = numResults + tapes.size();
+    for (ArrayRef<Value> values : escaping)
+      for (Value value : values)
+        emitter.mapEscape(value, forward->getResult(next++));
     return success();
   }
 
   LogicalResult emitReverse(Operation *op, ReverseEmitter &emitter) const {
-    auto ifOp = cast<scf::IfOp>(op);
     OpBuilder &b = emitter.getBuilder();
-    Location loc = ifOp.getLoc();
-    Value condition = emitter.getPrimal(ifOp.getCondition());
+    Location loc = op->getLoc();
+    Value selector = emitter.getPrimal(branchSelector(op));
 
     llvm::SetVector<Value> used;
-    for (Region &region : ifOp->getRegions())
-      getUsedValuesDefinedAbove(region, used);
+    getUsedValuesDefinedAbove(op->getRegions(), used);
     SmallVector<Value> outer;
     for (Value value : used)
       if (emitter.isActive(value))
         outer.push_back(value);
     SmallVector<Value> entry = currentCotangents(outer, emitter);
     SmallVector<Value> resultCotangents;
-    for (Value result : ifOp.getResults())
+    for (Value result : op->getResults())
       resultCotangents.push_back(isDifferentiableType(result.getType())
                                      ? emitter.getCotangent(result)
                                      : Value());
@@ -291,34 +321,60 @@ struct IfRule : ReverseRuleOpInterface::ExternalModel<IfRule, scf::IfOp> {
     SmallVector<Type> types;
     for (Value value : outer)
       types.push_back(value.getType());
-    auto reverse = scf::IfOp::create(b, loc, types, condition,
-                                     /*withElseRegion=*/true);
-    auto reverseBranch = [&](Block *original, Block *target) -> LogicalResult {
+    Operation *reverse = createBranchOp(b, loc, op, selector, types);
+    for (unsigned branch = 0; branch < op->getNumRegions(); ++branch) {
       OpBuilder::InsertionGuard guard(b);
-      dropTerminator(target);
-      b.setInsertionPointToStart(target);
+      b.setInsertionPointToStart(&reverse->getRegion(branch).front());
       for (auto [value, cotangent] : llvm::zip(outer, entry))
         emitter.setCotangent(value, cotangent);
-      if (original) {
-        for (auto [operand, cotangent] : llvm::zip(
-                 original->getTerminator()->getOperands(), resultCotangents))
+      Region &original = op->getRegion(branch);
+      if (!original.empty()) {
+        Block &block = original.front();
+        for (auto [operand, cotangent] :
+             llvm::zip(block.getTerminator()->getOperands(), resultCotangents))
           if (cotangent)
             emitter.addCotangent(operand, cotangent);
-        if (failed(emitter.emitReverseOps(*original)))
+        if (failed(emitter.emitReverseOps(block)))
           return failure();
       }
       SmallVector<Value> yields;
       for (Value value : outer)
         yields.push_back(emitter.lookupCotangent(value));
       scf::YieldOp::create(b, loc, yields);
-      return success();
-    };
-    if (failed(reverseBranch(ifOp.thenBlock(), reverse.thenBlock())) ||
-        failed(reverseBranch(ifOp.elseBlock(), reverse.elseBlock())))
-      return failure();
+    }
     for (auto [index, value] : llvm::enumerate(outer))
-      emitter.setCotangent(value, reverse.getResult(index));
+      emitter.setCotangent(value, reverse->getResult(index));
     return success();
+  }
+};
+
+/// scf.execute_region with one block is inlined into the forward function;
+/// its adjoint is that of its ops.
+struct ExecuteRegionRule
+    : ReverseRuleOpInterface::ExternalModel<ExecuteRegionRule,
+                                            scf::ExecuteRegionOp> {
+  LogicalResult emitForward(Operation *op, ForwardEmitter &emitter) const {
+    Region &region = op->getRegion(0);
+    if (!region.hasOneBlock())
+      return op->emitError("cannot differentiate an scf.execute_region with "
+                           "several blocks yet; run lift-cf-to-scf first");
+    Block &block = region.front();
+    if (failed(emitter.emitOps(block, /*withTerminator=*/false)))
+      return failure();
+    SmallVector<Value> results;
+    for (Value value : block.getTerminator()->getOperands())
+      results.push_back(emitter.lookup(value));
+    emitter.mapResults(op, results);
+    return success();
+  }
+
+  LogicalResult emitReverse(Operation *op, ReverseEmitter &emitter) const {
+    Block &block = op->getRegion(0).front();
+    for (auto [operand, result] :
+         llvm::zip(block.getTerminator()->getOperands(), op->getResults()))
+      if (Value cotangent = emitter.lookupCotangent(result))
+        emitter.addCotangent(operand, cotangent);
+    return emitter.emitReverseOps(block);
   }
 };
 
@@ -554,7 +610,10 @@ struct WhileRule
 void mlir::ad::registerSCFReverseRules(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, scf::SCFDialect *) {
     scf::ForOp::attachInterface<ForRule>(*context);
-    scf::IfOp::attachInterface<IfRule>(*context);
+    scf::IfOp::attachInterface<BranchRule<scf::IfOp>>(*context);
+    scf::IndexSwitchOp::attachInterface<BranchRule<scf::IndexSwitchOp>>(
+        *context);
+    scf::ExecuteRegionOp::attachInterface<ExecuteRegionRule>(*context);
     scf::WhileOp::attachInterface<WhileRule>(*context);
   });
 }

@@ -145,7 +145,7 @@ public:
   }
 
   LogicalResult emitOps(Block &original, bool withTerminator) override {
-    originalOf[builder.getInsertionBlock()] = &original;
+    originalOf.try_emplace(builder.getInsertionBlock(), &original);
     for (Operation &op : original) {
       if (&op == original.getTerminator() && !withTerminator)
         break;
@@ -706,8 +706,9 @@ FailureOr<DerivativeFunctions>
 DerivativeGenerator::generate(func::FuncOp callee, ArrayRef<int64_t> wrt) {
   if (!callee.getBody().hasOneBlock()) {
     emitError(callee, "cannot differentiate '" + callee.getSymName() +
-                          "': functions with several blocks (unstructured "
-                          "control flow) are not supported yet");
+                          "': it has several blocks; structure its control "
+                          "flow first with lift-cf-to-scf (ad-differentiate "
+                          "does)");
     return failure();
   }
   ActivityAnalysis activity(callee, wrt);

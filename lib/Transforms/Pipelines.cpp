@@ -21,6 +21,9 @@
 using namespace mlir;
 
 void mlir::ad::buildDifferentiatePipeline(OpPassManager &pm) {
+  // Unstructured control flow becomes scf.while/if/index_switch, whose
+  // rules reverse it (an upstream, semantics-preserving rewrite).
+  pm.addPass(createLiftControlFlowToSCFPass());
   pm.addPass(createADGenerateDerivativesPass());
   pm.addPass(createADLowerClosuresPass());
 }

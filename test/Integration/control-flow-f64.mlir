@@ -691,6 +691,182 @@ func.func @check_while_in_for(%point: i64, %p0: f64, %p1: f64) {
   return
 }
 
+func.func @case_cf_block_loop(%a: f64, %n0: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %one = arith.constant 1.0 : f64
+  cf.br ^loop(%c0, %one : index, f64)
+  ^loop(%i: index, %p: f64):
+  %stop = arith.cmpi sge, %i, %n0 : index
+  cf.cond_br %stop, ^exit(%p : f64), ^body
+  ^body:
+  %q = arith.mulf %p, %a : f64
+  %i1 = arith.addi %i, %c1 : index
+  cf.br ^loop(%i1, %q : index, f64)
+  ^exit(%e: f64):
+  %small = arith.cmpf olt, %e, %one : f64
+  cf.cond_br %small, ^shrink, ^done(%e : f64)
+  ^shrink:
+  %s = math.sin %e : f64
+  cf.br ^done(%s : f64)
+  ^done(%r: f64):
+  return %r : f64
+}
+
+func.func @case_cf_block_loop_ref(%a: f64, %n0: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %one = arith.constant 1.0 : f64
+  cf.br ^loop(%c0, %one : index, f64)
+  ^loop(%i: index, %p: f64):
+  %stop = arith.cmpi sge, %i, %n0 : index
+  cf.cond_br %stop, ^exit(%p : f64), ^body
+  ^body:
+  %q = arith.mulf %p, %a : f64
+  %i1 = arith.addi %i, %c1 : index
+  cf.br ^loop(%i1, %q : index, f64)
+  ^exit(%e: f64):
+  %small = arith.cmpf olt, %e, %one : f64
+  cf.cond_br %small, ^shrink, ^done(%e : f64)
+  ^shrink:
+  %s = math.sin %e : f64
+  cf.br ^done(%s : f64)
+  ^done(%r: f64):
+  return %r : f64
+}
+
+func.func @check_cf_block_loop(%point: i64, %p0: f64, %n0: index) {
+  %g0 = ad.grad @case_cf_block_loop(%p0, %n0) : (f64, index) -> (f64)
+  %tol = arith.constant 1.000000e-06 : f64
+  %xp0, %xm0 = func.call @step(%p0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_cf_block_loop_ref(%xp0, %n0) : (f64, index) -> f64
+  %fm0 = func.call @case_cf_block_loop_ref(%xm0, %n0) : (f64, index) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "cf_block_loop p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%g0, %fd0, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
+func.func @case_cf_diamond(%a: f64, %b: f64) -> f64 {
+  %gt = arith.cmpf ogt, %a, %b : f64
+  cf.cond_br %gt, ^left, ^right
+  ^left:
+  %l = arith.mulf %a, %b : f64
+  cf.br ^join(%l, %a : f64, f64)
+  ^right:
+  %e = math.exp %b : f64
+  cf.br ^join(%e, %b : f64, f64)
+  ^join(%u: f64, %v: f64):
+  %w = arith.divf %u, %v : f64
+  cf.br ^done(%w : f64)
+  ^done(%r: f64):
+  return %r : f64
+}
+
+func.func @case_cf_diamond_ref(%a: f64, %b: f64) -> f64 {
+  %gt = arith.cmpf ogt, %a, %b : f64
+  cf.cond_br %gt, ^left, ^right
+  ^left:
+  %l = arith.mulf %a, %b : f64
+  cf.br ^join(%l, %a : f64, f64)
+  ^right:
+  %e = math.exp %b : f64
+  cf.br ^join(%e, %b : f64, f64)
+  ^join(%u: f64, %v: f64):
+  %w = arith.divf %u, %v : f64
+  cf.br ^done(%w : f64)
+  ^done(%r: f64):
+  return %r : f64
+}
+
+func.func @check_cf_diamond(%point: i64, %p0: f64, %p1: f64) {
+  %g0, %g1 = ad.grad @case_cf_diamond(%p0, %p1) : (f64, f64) -> (f64, f64)
+  %tol = arith.constant 1.000000e-06 : f64
+  %xp0, %xm0 = func.call @step(%p0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_cf_diamond_ref(%xp0, %p1) : (f64, f64) -> f64
+  %fm0 = func.call @case_cf_diamond_ref(%xm0, %p1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "cf_diamond p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%g0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %xp1, %xm1 = func.call @step(%p1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_cf_diamond_ref(%p0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_cf_diamond_ref(%p0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "cf_diamond p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%g1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
+func.func @case_cf_switch(%a: f64) -> f64 {
+  %fl = math.floor %a : f64
+  %k = arith.fptosi %fl : f64 to i32
+  cf.switch %k : i32, [
+    default: ^other,
+    0: ^zero,
+    1: ^one
+  ]
+  ^zero:
+  %z = math.sin %a : f64
+  cf.br ^done(%z : f64)
+  ^one:
+  %o = arith.mulf %a, %a : f64
+  cf.br ^done(%o : f64)
+  ^other:
+  %t = math.tanh %a : f64
+  cf.br ^done(%t : f64)
+  ^done(%r: f64):
+  return %r : f64
+}
+
+func.func @case_cf_switch_ref(%a: f64) -> f64 {
+  %fl = math.floor %a : f64
+  %k = arith.fptosi %fl : f64 to i32
+  cf.switch %k : i32, [
+    default: ^other,
+    0: ^zero,
+    1: ^one
+  ]
+  ^zero:
+  %z = math.sin %a : f64
+  cf.br ^done(%z : f64)
+  ^one:
+  %o = arith.mulf %a, %a : f64
+  cf.br ^done(%o : f64)
+  ^other:
+  %t = math.tanh %a : f64
+  cf.br ^done(%t : f64)
+  ^done(%r: f64):
+  return %r : f64
+}
+
+func.func @check_cf_switch(%point: i64, %p0: f64) {
+  %g0 = ad.grad @case_cf_switch(%p0) : (f64) -> (f64)
+  %tol = arith.constant 1.000000e-06 : f64
+  %xp0, %xm0 = func.call @step(%p0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_cf_switch_ref(%xp0) : (f64) -> f64
+  %fm0 = func.call @case_cf_switch_ref(%xm0) : (f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "cf_switch p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%g0, %fd0, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
 // x +- h with h = 1e-5 * max(1, |x|): central differences in f64 then err
 // by about 1e-10 relative for the smooth cases here.
 func.func @step(%x: f64) -> (f64, f64) {
@@ -835,6 +1011,38 @@ func.func @main() {
   %while_in_for_1_1 = arith.constant 0.3 : f64
   %while_in_for_1_id = arith.constant 1 : i64
   func.call @check_while_in_for(%while_in_for_1_id, %while_in_for_1_0, %while_in_for_1_1) : (i64, f64, f64) -> ()
+  %cf_block_loop_0_0 = arith.constant 1.3 : f64
+  %cf_block_loop_0_1 = arith.constant 3 : index
+  %cf_block_loop_0_id = arith.constant 0 : i64
+  func.call @check_cf_block_loop(%cf_block_loop_0_id, %cf_block_loop_0_0, %cf_block_loop_0_1) : (i64, f64, index) -> ()
+  %cf_block_loop_1_0 = arith.constant 0.6 : f64
+  %cf_block_loop_1_1 = arith.constant 3 : index
+  %cf_block_loop_1_id = arith.constant 1 : i64
+  func.call @check_cf_block_loop(%cf_block_loop_1_id, %cf_block_loop_1_0, %cf_block_loop_1_1) : (i64, f64, index) -> ()
+  %cf_block_loop_2_0 = arith.constant 0.9 : f64
+  %cf_block_loop_2_1 = arith.constant 0 : index
+  %cf_block_loop_2_id = arith.constant 2 : i64
+  func.call @check_cf_block_loop(%cf_block_loop_2_id, %cf_block_loop_2_0, %cf_block_loop_2_1) : (i64, f64, index) -> ()
+  %cf_diamond_0_0 = arith.constant 1.5 : f64
+  %cf_diamond_0_1 = arith.constant 0.5 : f64
+  %cf_diamond_0_id = arith.constant 0 : i64
+  func.call @check_cf_diamond(%cf_diamond_0_id, %cf_diamond_0_0, %cf_diamond_0_1) : (i64, f64, f64) -> ()
+  %cf_diamond_1_0 = arith.constant 0.5 : f64
+  %cf_diamond_1_1 = arith.constant 1.5 : f64
+  %cf_diamond_1_id = arith.constant 1 : i64
+  func.call @check_cf_diamond(%cf_diamond_1_id, %cf_diamond_1_0, %cf_diamond_1_1) : (i64, f64, f64) -> ()
+  %cf_switch_0_0 = arith.constant 0.5 : f64
+  %cf_switch_0_id = arith.constant 0 : i64
+  func.call @check_cf_switch(%cf_switch_0_id, %cf_switch_0_0) : (i64, f64) -> ()
+  %cf_switch_1_0 = arith.constant 1.5 : f64
+  %cf_switch_1_id = arith.constant 1 : i64
+  func.call @check_cf_switch(%cf_switch_1_id, %cf_switch_1_0) : (i64, f64) -> ()
+  %cf_switch_2_0 = arith.constant 2.5 : f64
+  %cf_switch_2_id = arith.constant 2 : i64
+  func.call @check_cf_switch(%cf_switch_2_id, %cf_switch_2_0) : (i64, f64) -> ()
+  %cf_switch_3_0 = arith.constant -0.5 : f64
+  %cf_switch_3_id = arith.constant 3 : i64
+  func.call @check_cf_switch(%cf_switch_3_id, %cf_switch_3_0) : (i64, f64) -> ()
   return
 }
 
@@ -884,4 +1092,15 @@ func.func @main() {
 // CHECK: while_in_for p0 db: ok
 // CHECK: while_in_for p1 da: ok
 // CHECK: while_in_for p1 db: ok
+// CHECK: cf_block_loop p0 da: ok
+// CHECK: cf_block_loop p1 da: ok
+// CHECK: cf_block_loop p2 da: ok
+// CHECK: cf_diamond p0 da: ok
+// CHECK: cf_diamond p0 db: ok
+// CHECK: cf_diamond p1 da: ok
+// CHECK: cf_diamond p1 db: ok
+// CHECK: cf_switch p0 da: ok
+// CHECK: cf_switch p1 da: ok
+// CHECK: cf_switch p2 da: ok
+// CHECK: cf_switch p3 da: ok
 // CHECK-NOT: FAIL

@@ -76,24 +76,6 @@ func.func @caller(%x: f64) -> f64 {
 
 // -----
 
-// expected-error @+1 {{cannot differentiate 'branchy': functions with several blocks (unstructured control flow) are not supported yet}}
-func.func @branchy(%x: f64, %c: i1) -> f64 {
-  cf.cond_br %c, ^a, ^b
-^a:
-  return %x : f64
-^b:
-  %y = arith.negf %x : f64
-  return %y : f64
-}
-
-func.func @caller(%x: f64, %c: i1) -> f64 {
-  // expected-note @+1 {{while differentiating this call of @branchy}}
-  %g = ad.grad @branchy(%x, %c) : (f64, i1) -> f64
-  return %g : f64
-}
-
-// -----
-
 // A loop inside a while loop would need a per-iteration tape sized by a trip
 // count that is unknown when the outer loop starts.
 func.func @for_in_while(%x: f64) -> f64 {
