@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ad/IR/ADInterfaces.h"
+#include "ad/IR/TapeUtils.h"
 #include "ad/Rules/Rules.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -432,8 +433,8 @@ struct WhileRule
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(before);
       Value row = before->getArgument(numInits);
-      Value tape = growIfFull(b, loc, before->getArgument(numInits + 1), row,
-                              width);
+      Value tape = growTapeIfFull(b, loc, before->getArgument(numInits + 1),
+                                  row, width);
       emitter.mapValues(originalBefore.getArguments(),
                         before->getArguments().take_front(numInits));
       emitter.beginRows(before, op, row, tape);
@@ -478,34 +479,6 @@ struct WhileRule
     // The adjoint reads the first and the last row of this execution.
     emitter.setResiduals(op, {firstRow, lastRow});
     return success();
-  }
-
-  /// `tape`, reallocated to max(2 * capacity, needed) when row `row` of
-  /// `width` slots does not fit.
-  static Value growIfFull(OpBuilder &b, Location loc, Value tape, Value row,
-                          Value width) {
-    Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
-    Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
-    Value c2 = arith::ConstantIndexOp::create(b, loc, 2);
-    Value rows = arith::AddIOp::create(b, loc, row, c1);
-    Value needed = arith::MulIOp::create(b, loc, rows, width);
-    Value capacity = memref::DimOp::create(b, loc, tape, c0);
-    Value full = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt,
-                                       needed, capacity);
-    auto grow = scf::IfOp::create(b, loc, tape.getType(), full,
-                                  /*withElseRegion=*/true);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(grow.thenBlock());
-      Value doubled = arith::MulIOp::create(b, loc, capacity, c2);
-      Value size = arith::MaxUIOp::create(b, loc, doubled, needed);
-      Value larger = memref::ReallocOp::create(
-          b, loc, cast<MemRefType>(tape.getType()), tape, size);
-      scf::YieldOp::create(b, loc, larger);
-      b.setInsertionPointToStart(grow.elseBlock());
-      scf::YieldOp::create(b, loc, tape);
-    }
-    return grow.getResult(0);
   }
 
   LogicalResult emitReverse(Operation *op, ReverseEmitter &emitter) const {

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ad/Transforms/DerivativeGenerator.h"
+#include "ad/IR/TapeUtils.h"
 #include "ad/Transforms/ActivityAnalysis.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -79,36 +80,6 @@ struct ForwardRowScope {
   Operation *originalLoop = nullptr;
   Value row, buffer;
 };
-
-/// `value` widened or bitcast into an f64 slot of a growable tape.
-static Value encodeAsF64(OpBuilder &b, Location loc, Value value) {
-  Type type = value.getType();
-  Type f64 = b.getF64Type();
-  if (type == f64)
-    return value;
-  if (isa<FloatType>(type))
-    return arith::ExtFOp::create(b, loc, f64, value);
-  Type i64 = b.getI64Type();
-  if (type.isIndex())
-    value = arith::IndexCastOp::create(b, loc, i64, value);
-  else if (type.getIntOrFloatBitWidth() < 64)
-    value = arith::ExtUIOp::create(b, loc, i64, value);
-  return arith::BitcastOp::create(b, loc, f64, value);
-}
-
-/// The inverse of encodeAsF64.
-static Value decodeFromF64(OpBuilder &b, Location loc, Value slot, Type type) {
-  if (type == b.getF64Type())
-    return slot;
-  if (isa<FloatType>(type))
-    return arith::TruncFOp::create(b, loc, type, slot);
-  Value bits = arith::BitcastOp::create(b, loc, b.getI64Type(), slot);
-  if (type.isIndex())
-    return arith::IndexCastOp::create(b, loc, type, bits);
-  if (type.getIntOrFloatBitWidth() < 64)
-    return arith::TruncIOp::create(b, loc, type, bits);
-  return bits;
-}
 
 /// Ops nested in `original` (or itself) that write a growable tape, in
 /// program order.
@@ -216,11 +187,8 @@ public:
       GrowableTape &tape = growableTape(user);
       if (!tape.buffer) {
         Location loc = user->getLoc();
-        Value rows = arith::ConstantIndexOp::create(builder, loc, 16);
-        Value size = arith::MulIOp::create(
-            builder, loc, rows, tape.forwardWidth->getResult(0));
-        auto type = MemRefType::get({ShapedType::kDynamic}, builder.getF64Type());
-        tape.buffer = memref::AllocOp::create(builder, loc, type, size);
+        tape.buffer = createGrowableTape(builder, loc,
+                                         tape.forwardWidth->getResult(0));
         tape.nextRow = arith::ConstantIndexOp::create(builder, loc, 0);
       }
       values.push_back(tape.buffer);

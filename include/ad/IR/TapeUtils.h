@@ -1,0 +1,32 @@
+//===- TapeUtils.h - growable tapes of f64 slots ----------------*- C++ -*-===//
+//
+// A growable tape is a memref<?xf64> of rows of a fixed number of slots,
+// reallocated to twice its size when a row does not fit. Loops with unknown
+// trip counts and recursive functions store what their adjoints read in one.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AD_IR_TAPEUTILS_H
+#define AD_IR_TAPEUTILS_H
+
+#include "mlir/IR/Builders.h"
+
+namespace mlir::ad {
+
+/// A new, empty growable tape with room for 16 rows of `width` slots.
+Value createGrowableTape(OpBuilder &b, Location loc, Value width);
+
+/// `tape`, reallocated to max(2 * capacity, needed) when row `row` of
+/// `width` slots does not fit (amortized O(1) per row).
+Value growTapeIfFull(OpBuilder &b, Location loc, Value tape, Value row,
+                     Value width);
+
+/// `value` (a float, integer or index) widened or bitcast into an f64 slot.
+Value encodeAsF64(OpBuilder &b, Location loc, Value value);
+
+/// The inverse of encodeAsF64.
+Value decodeFromF64(OpBuilder &b, Location loc, Value slot, Type type);
+
+} // namespace mlir::ad
+
+#endif // AD_IR_TAPEUTILS_H

@@ -1,0 +1,74 @@
+//===- TapeUtils.cpp - growable tapes of f64 slots --------------*- C++ -*-===//
+//
+// Builders for growable tapes: creation, doubling, and the encoding of
+// scalars of any type into f64 slots.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ad/IR/TapeUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+
+Value mlir::ad::createGrowableTape(OpBuilder &b, Location loc, Value width) {
+  Value rows = arith::ConstantIndexOp::create(b, loc, 16);
+  Value size = arith::MulIOp::create(b, loc, rows, width);
+  auto type = MemRefType::get({ShapedType::kDynamic}, b.getF64Type());
+  return memref::AllocOp::create(b, loc, type, size);
+}
+
+Value mlir::ad::growTapeIfFull(OpBuilder &b, Location loc, Value tape,
+                               Value row, Value width) {
+  Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+  Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+  Value c2 = arith::ConstantIndexOp::create(b, loc, 2);
+  Value rows = arith::AddIOp::create(b, loc, row, c1);
+  Value needed = arith::MulIOp::create(b, loc, rows, width);
+  Value capacity = memref::DimOp::create(b, loc, tape, c0);
+  Value full = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, needed,
+                                     capacity);
+  auto grow = scf::IfOp::create(b, loc, tape.getType(), full,
+                                /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(grow.thenBlock());
+  Value doubled = arith::MulIOp::create(b, loc, capacity, c2);
+  Value size = arith::MaxUIOp::create(b, loc, doubled, needed);
+  Value larger = memref::ReallocOp::create(
+      b, loc, cast<MemRefType>(tape.getType()), tape, size);
+  scf::YieldOp::create(b, loc, larger);
+  b.setInsertionPointToStart(grow.elseBlock());
+  scf::YieldOp::create(b, loc, tape);
+  return grow.getResult(0);
+}
+
+Value mlir::ad::encodeAsF64(OpBuilder &b, Location loc, Value value) {
+  Type type = value.getType();
+  Type f64 = b.getF64Type();
+  if (type == f64)
+    return value;
+  if (isa<FloatType>(type))
+    return arith::ExtFOp::create(b, loc, f64, value);
+  Type i64 = b.getI64Type();
+  if (type.isIndex())
+    value = arith::IndexCastOp::create(b, loc, i64, value);
+  else if (type.getIntOrFloatBitWidth() < 64)
+    value = arith::ExtUIOp::create(b, loc, i64, value);
+  return arith::BitcastOp::create(b, loc, f64, value);
+}
+
+Value mlir::ad::decodeFromF64(OpBuilder &b, Location loc, Value slot,
+                              Type type) {
+  if (type == b.getF64Type())
+    return slot;
+  if (isa<FloatType>(type))
+    return arith::TruncFOp::create(b, loc, type, slot);
+  Value bits = arith::BitcastOp::create(b, loc, b.getI64Type(), slot);
+  if (type.isIndex())
+    return arith::IndexCastOp::create(b, loc, type, bits);
+  if (type.getIntOrFloatBitWidth() < 64)
+    return arith::TruncIOp::create(b, loc, type, bits);
+  return bits;
+}
