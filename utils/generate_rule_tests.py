@@ -504,6 +504,87 @@ CONTROL_FLOW = {
         [(0.5,), (1.5,), (2.5,), (-0.5,)]),
 }
 
+# Recursion: self-recursive and mutually recursive functions, with a depth
+# fixed by an integer or decided by the data.
+RECURSION_SUPPORT = [
+    # x^n = x * x^(n-1)
+    "func.func @power(%x: {t}, %n: i32) -> {t} {{",
+    "  %c0 = arith.constant 0 : i32",
+    "  %c1 = arith.constant 1 : i32",
+    "  %one = arith.constant 1.0 : {t}",
+    "  %done = arith.cmpi sle, %n, %c0 : i32",
+    "  %r = scf.if %done -> ({t}) {{",
+    "    scf.yield %one : {t}",
+    "  }} else {{",
+    "    %m = arith.subi %n, %c1 : i32",
+    "    %p = func.call @power(%x, %m) : ({t}, i32) -> {t}",
+    "    %q = arith.mulf %p, %x : {t}",
+    "    scf.yield %q : {t}",
+    "  }}",
+    "  return %r : {t}",
+    "}}",
+    # f(n) = f(n-1) + x f(n-2), f(0) = 1, f(1) = x: a Fibonacci on floats.
+    "func.func @fib(%x: {t}, %n: i32) -> {t} {{",
+    "  %c1 = arith.constant 1 : i32",
+    "  %c2 = arith.constant 2 : i32",
+    "  %one = arith.constant 1.0 : {t}",
+    "  %small = arith.cmpi slt, %n, %c2 : i32",
+    "  %r = scf.if %small -> ({t}) {{",
+    "    %is0 = arith.cmpi slt, %n, %c1 : i32",
+    "    %b = arith.select %is0, %one, %x : {t}",
+    "    scf.yield %b : {t}",
+    "  }} else {{",
+    "    %n1 = arith.subi %n, %c1 : i32",
+    "    %n2 = arith.subi %n, %c2 : i32",
+    "    %f1 = func.call @fib(%x, %n1) : ({t}, i32) -> {t}",
+    "    %f2 = func.call @fib(%x, %n2) : ({t}, i32) -> {t}",
+    "    %xf2 = arith.mulf %x, %f2 : {t}",
+    "    %s = arith.addf %f1, %xf2 : {t}",
+    "    scf.yield %s : {t}",
+    "  }}",
+    "  return %r : {t}",
+    "}}",
+    # Mutual recursion: ping halves y until it drops below 1, pong adds at
+    # most 1/4 (so y decreases) and squashes the result.
+    "func.func @ping(%x: {t}, %y: {t}) -> {t} {{",
+    "  %one = arith.constant 1.0 : {t}",
+    "  %half = arith.constant 0.5 : {t}",
+    "  %low = arith.cmpf olt, %y, %one : {t}",
+    "  %r = scf.if %low -> ({t}) {{",
+    "    %e = arith.mulf %x, %y : {t}",
+    "    scf.yield %e : {t}",
+    "  }} else {{",
+    "    %h = arith.mulf %y, %half : {t}",
+    "    %p = func.call @pong(%x, %h) : ({t}, {t}) -> {t}",
+    "    scf.yield %p : {t}",
+    "  }}",
+    "  return %r : {t}",
+    "}}",
+    "func.func @pong(%x: {t}, %y: {t}) -> {t} {{",
+    "  %quarter = arith.constant 0.25 : {t}",
+    "  %sx = math.sin %x : {t}",
+    "  %s = arith.mulf %sx, %quarter : {t}",
+    "  %z = arith.addf %y, %s : {t}",
+    "  %q = func.call @ping(%x, %z) : ({t}, {t}) -> {t}",
+    "  %t = math.tanh %q : {t}",
+    "  %u = arith.addf %t, %y : {t}",
+    "  return %u : {t}",
+    "}}",
+]
+
+RECURSION = {
+    "recursive_power": (1, program([
+        "%r = func.call @power(%a, %n0) : ({t}, i32) -> {t}"]),
+        [(1.3, 5), (0.8, 0), (-1.1, 2)], None, ["i32"]),
+    "fibonacci": (1, program([
+        "%r = func.call @fib(%a, %n0) : ({t}, i32) -> {t}"]),
+        [(0.7, 7), (1.2, 1), (-0.4, 5)], None, ["i32"]),
+    # Depth decided by the data (how often y halves below 1).
+    "mutual_recursion": (2, program([
+        "%r = func.call @ping(%a, %b) : ({t}, {t}) -> {t}"]),
+        [(0.6, 5.3), (1.1, 0.4), (0.3, 17.0)]),
+}
+
 ARG_NAMES = ["a", "b", "c"]
 
 
@@ -673,6 +754,9 @@ def main():
         path = os.path.join(root, f"control-flow-{t}.mlir")
         with open(path, "w") as f:
             f.write(generate("scf", CONTROL_FLOW, t))
+        path = os.path.join(root, f"recursion-{t}.mlir")
+        with open(path, "w") as f:
+            f.write(generate("func", RECURSION, t, RECURSION_SUPPORT))
 
 
 if __name__ == "__main__":

@@ -33,6 +33,15 @@ lookupCalleeDerivative(func::CallOp call, DifferentiationEmitter &emitter) {
   return emitter.getDerivativeFunctions(callee, wrt, call);
 }
 
+/// Whether `call` stays within the recursion of the function containing it.
+static bool isRecursive(func::CallOp call, const DerivativeFunctions &functions,
+                        DifferentiationEmitter &emitter) {
+  return functions.recursiveForward &&
+         emitter.isSameRecursion(
+             SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+                 call, call.getCalleeAttr()));
+}
+
 struct CallRule
     : ReverseRuleOpInterface::ExternalModel<CallRule, func::CallOp> {
   LogicalResult emitForward(Operation *op, ForwardEmitter &emitter) const {
@@ -44,9 +53,23 @@ struct CallRule
     SmallVector<Value> operands;
     for (Value operand : call.getOperands())
       operands.push_back(emitter.lookup(operand));
+    unsigned numResults = call.getNumResults();
+    if (isRecursive(call, *functions, emitter)) {
+      // Within the recursion: thread the shared tape; the callee's row is
+      // the next free one.
+      SmallVector<Value> tape = emitter.getCarriedTapes(call);
+      llvm::append_range(operands, tape);
+      auto forwardCall =
+          func::CallOp::create(emitter.getBuilder(), call.getLoc(),
+                               functions->recursiveForward, operands);
+      emitter.mapResults(call, forwardCall.getResults().take_front(numResults));
+      emitter.setCarriedTapes(call,
+                              forwardCall.getResults().drop_front(numResults));
+      emitter.setResiduals(call, {tape[1]});
+      return success();
+    }
     auto forwardCall = func::CallOp::create(
         emitter.getBuilder(), call.getLoc(), functions->forward, operands);
-    unsigned numResults = call.getNumResults();
     emitter.mapResults(call, forwardCall.getResults().take_front(numResults));
     emitter.setResiduals(call,
                          forwardCall.getResults().drop_front(numResults));
@@ -59,12 +82,18 @@ struct CallRule
         lookupCalleeDerivative(call, emitter);
     if (failed(functions))
       return failure();
-    SmallVector<Value> operands = emitter.getResiduals(call);
+    bool recursive = isRecursive(call, *functions, emitter);
+    SmallVector<Value> operands;
+    if (recursive)
+      operands.push_back(emitter.getRecursionTape());
+    llvm::append_range(operands, emitter.getResiduals(call));
     for (Value result : call.getResults())
       if (isDifferentiableType(result.getType()))
         operands.push_back(emitter.getCotangent(result));
     auto pullbackCall = func::CallOp::create(
-        emitter.getBuilder(), call.getLoc(), functions->pullback, operands);
+        emitter.getBuilder(), call.getLoc(),
+        recursive ? functions->recursivePullback : functions->pullback,
+        operands);
     for (auto [position, gradient] :
          llvm::zip(functions->wrt, pullbackCall.getResults()))
       emitter.addCotangent(call.getOperand(position), gradient);

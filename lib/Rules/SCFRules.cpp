@@ -199,7 +199,7 @@ static SmallVector<Value> escapingScalars(Block *block) {
   SmallVector<Value> values;
   for (Operation &op : *block)
     for (Value result : op.getResults())
-      if (BaseMemRefType::isValidElementType(result.getType()))
+      if (result.getType().isIntOrIndexOrFloat())
         values.push_back(result);
   return values;
 }

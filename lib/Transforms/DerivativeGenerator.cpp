@@ -32,8 +32,8 @@ template <typename EmitterT>
 class Sweep : public EmitterT {
 public:
   Sweep(DerivativeGenerator &generator, const ActivityAnalysis &activity,
-        Block *body)
-      : generator(generator), activity(activity),
+        func::FuncOp function, Block *body)
+      : generator(generator), activity(activity), function(function),
         builder(OpBuilder::atBlockEnd(body)) {}
 
   OpBuilder &getBuilder() override { return builder; }
@@ -45,10 +45,15 @@ public:
                          Operation *requester) override {
     return generator.getOrCreate(callee, wrt, requester);
   }
+  bool isSameRecursion(func::FuncOp callee) override {
+    return generator.inSameRecursion(function, callee);
+  }
 
 protected:
   DerivativeGenerator &generator;
   const ActivityAnalysis &activity;
+  /// The original function being differentiated.
+  func::FuncOp function;
   OpBuilder builder;
 };
 
@@ -72,6 +77,12 @@ struct GrowableTape {
   Operation *forwardWidth = nullptr, *pullbackWidth = nullptr;
   /// Slot of each forward value stored per row.
   llvm::MapVector<Value, unsigned> slots;
+  /// The pullback's value of the final buffer when it is an argument.
+  Value pullbackBuffer;
+  /// Every forward value the buffer took, in program order: a store goes to
+  /// the buffer current where it is inserted (a call may have reallocated
+  /// the one the row started with).
+  SmallVector<Value> bufferHistory;
 };
 
 /// A forward block whose values the adjoint reads from a row of a growable
@@ -81,24 +92,13 @@ struct ForwardRowScope {
   Value row, buffer;
 };
 
-/// Ops nested in `original` (or itself) that write a growable tape, in
-/// program order.
-static SmallVector<Operation *> growableTapeUsers(Operation *original) {
-  SmallVector<Operation *> users;
-  original->walk<WalkOrder::PreOrder>([&](Operation *op) {
-    auto rule = dyn_cast<ReverseRuleOpInterface>(op);
-    if (rule && rule.usesGrowableTape())
-      users.push_back(op);
-  });
-  return users;
-}
-
 /// The forward sweep over one function.
 class ForwardSweep : public Sweep<ForwardEmitter> {
 public:
   ForwardSweep(DerivativeGenerator &generator,
-               const ActivityAnalysis &activity, Block *entry)
-      : Sweep(generator, activity, entry), entry(entry) {}
+               const ActivityAnalysis &activity, func::FuncOp function,
+               Block *entry)
+      : Sweep(generator, activity, function, entry), entry(entry) {}
 
   Value lookup(Value original) override { return mapping.lookup(original); }
   LogicalResult cloneOp(Operation *original) override {
@@ -130,6 +130,11 @@ public:
 
   FailureOr<OpBuilder>
   getLoopEntryBuilder(Operation *op, SmallVectorImpl<Value> &values) override {
+    if (recursionKey) {
+      generator.emitError(op, "cannot differentiate loops inside recursive "
+                              "functions yet");
+      return failure();
+    }
     for (Block *block = builder.getInsertionBlock(); block != entry;
          block = block->getParentOp()->getBlock()) {
       if (rowScopes.count(block)) {
@@ -181,6 +186,37 @@ public:
     loopScopes[forwardBody] = scope;
   }
 
+  /// The growable tapes written inside `original` (or by itself), in
+  /// program order: those of loops, and the tape of the recursion when
+  /// `original` contains a call within it.
+  SmallVector<Operation *> growableTapeUsers(Operation *original) {
+    llvm::SetVector<Operation *> keys;
+    original->walk<WalkOrder::PreOrder>([&](Operation *op) {
+      auto rule = dyn_cast<ReverseRuleOpInterface>(op);
+      if (rule && rule.usesGrowableTape())
+        keys.insert(op);
+      else if (recursionKey && isRecursiveCall(op))
+        keys.insert(recursionKey);
+    });
+    return keys.takeVector();
+  }
+
+  /// Whether `op` calls a function of the recursion being differentiated.
+  bool isRecursiveCall(Operation *op) {
+    auto call = dyn_cast<CallOpInterface>(op);
+    if (!call)
+      return false;
+    auto symbol = dyn_cast<SymbolRefAttr>(call.getCallableForCallee());
+    auto callee =
+        symbol ? SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(op, symbol)
+               : func::FuncOp();
+    return callee && generator.inSameRecursion(function, callee);
+  }
+
+  /// When generating the recursive versions: the original function, whose
+  /// invocations each fill one row of the shared tape.
+  Operation *recursionKey = nullptr;
+
   SmallVector<Value> getCarriedTapes(Operation *original) override {
     SmallVector<Value> values;
     for (Operation *user : growableTapeUsers(original)) {
@@ -202,6 +238,7 @@ public:
       GrowableTape &tape = growableTape(user);
       tape.buffer = values[2 * index];
       tape.nextRow = values[2 * index + 1];
+      tape.bufferHistory.push_back(tape.buffer);
     }
   }
 
@@ -247,11 +284,18 @@ public:
       b.setInsertionPointAfterValue(scope.buffer);
     else
       b.setInsertionPointAfter(def);
+    Value buffer = scope.buffer;
+    for (Value candidate : tape.bufferHistory) {
+      Operation *candidateDef = candidate.getDefiningOp();
+      if (def && candidateDef && candidateDef->getBlock() == def->getBlock() &&
+          (candidateDef == def || candidateDef->isBeforeInBlock(def)))
+        buffer = candidate;
+    }
     Value base = arith::MulIOp::create(b, loc, scope.row,
                                        tape.forwardWidth->getResult(0));
     Value slot = arith::ConstantIndexOp::create(b, loc, it->second);
     Value index = arith::AddIOp::create(b, loc, base, slot);
-    memref::StoreOp::create(b, loc, encodeAsF64(b, loc, value), scope.buffer,
+    memref::StoreOp::create(b, loc, encodeAsF64(b, loc, value), buffer,
                             index);
     return it->second;
   }
@@ -259,6 +303,8 @@ public:
   /// Sets every row width now that all slots are known.
   void finalizeGrowableTapes() {
     for (auto &[loop, tape] : growableTapes) {
+      if (loop == recursionKey)
+        continue; // Shared by the recursion; the generator sets it.
       auto width = IntegerAttr::get(IndexType::get(loop->getContext()),
                                     tape.slots.size());
       for (Operation *placeholder : {tape.forwardWidth, tape.pullbackWidth})
@@ -371,10 +417,14 @@ struct ReverseLoopScope {
 class ReverseSweep : public Sweep<ReverseEmitter> {
 public:
   ReverseSweep(DerivativeGenerator &generator,
-               const ActivityAnalysis &activity, ForwardSweep &forward,
-               Block *pullbackBody)
-      : Sweep(generator, activity, pullbackBody), forward(forward),
+               const ActivityAnalysis &activity, func::FuncOp function,
+               ForwardSweep &forward, Block *pullbackBody)
+      : Sweep(generator, activity, function, pullbackBody), forward(forward),
         body(pullbackBody) {}
+
+  Value getRecursionTape() override { return recursionTape; }
+  /// In a recursive pullback: the shared tape argument.
+  Value recursionTape;
 
   Value getPrimal(Value original) override {
     if (Value mapped = primalOverrides.lookup(original))
@@ -497,12 +547,12 @@ private:
       return rebuildConstant(value);
     value = forward.escape(value);
     Block *home = value.getParentBlock();
-    if (home == forward.getEntry())
-      return tapeEntryValue(value);
     if (const ForwardRowScope *rows = forward.rowScopeOf(home))
       return loadFromRow(value, *rows, forward.originalBlockOf(home));
+    if (home == forward.getEntry())
+      return tapeEntryValue(value);
     const ForwardLoopScope *scope = forward.scopeOf(home);
-    if (!scope || !BaseMemRefType::isValidElementType(value.getType()))
+    if (!scope || !value.getType().isIntOrIndexOrFloat())
       return failMaterialization(value);
     Block *originalHome = forward.originalBlockOf(home);
     for (ReverseLoopScope &loop : llvm::reverse(loops)) {
@@ -525,7 +575,7 @@ private:
   /// reverse iteration of `originalHome` being emitted.
   Value loadFromRow(Value value, const ForwardRowScope &rows,
                     Block *originalHome) {
-    if (!BaseMemRefType::isValidElementType(value.getType()))
+    if (!value.getType().isIntOrIndexOrFloat())
       return failMaterialization(value);
     for (ReverseLoopScope &loop : llvm::reverse(loops)) {
       if (loop.originalBody != originalHome)
@@ -534,7 +584,8 @@ private:
         return loaded;
       unsigned slot = forward.storeInRow(value, rows);
       GrowableTape &tape = forward.growableTape(rows.originalLoop);
-      Value buffer = tapeEntryValue(tape.buffer);
+      Value buffer = tape.pullbackBuffer ? tape.pullbackBuffer
+                                         : tapeEntryValue(tape.buffer);
       if (!tape.pullbackWidth) {
         OpBuilder prologue = OpBuilder::atBlockBegin(body);
         tape.pullbackWidth = arith::ConstantIndexOp::create(
@@ -629,21 +680,70 @@ DerivativeGenerator::getOrCreate(func::FuncOp callee, ArrayRef<int64_t> wrt,
                              "' has no body in this module");
     return failure();
   }
-  if (inProgress.contains(callee)) {
-    emitError(requester, "cannot differentiate the recursive call of '" +
-                             callee.getSymName() +
-                             "': reverse mode through recursion is not "
-                             "supported yet");
-    return failure();
-  }
+  // A recursive callee registers its functions before generating their
+  // bodies, so the recursion ends at the cache above.
   requesters.push_back(requester);
-  inProgress.insert(callee);
-  FailureOr<DerivativeFunctions> functions = generate(callee, wrt);
-  inProgress.erase(callee);
+  FailureOr<DerivativeFunctions> functions =
+      inSameRecursion(callee, callee) ? generateRecursive(callee, wrt)
+                                      : generate(callee, wrt);
   requesters.pop_back();
   if (succeeded(functions))
     generated[key] = *functions;
   return functions;
+}
+
+const llvm::SmallPtrSetImpl<Operation *> &
+DerivativeGenerator::reachableFrom(func::FuncOp function) {
+  auto it = reachable.find(function);
+  if (it != reachable.end())
+    return it->second;
+  llvm::SmallPtrSet<Operation *, 8> seen;
+  SmallVector<func::FuncOp> worklist = {function};
+  while (!worklist.empty()) {
+    func::FuncOp current = worklist.pop_back_val();
+    current.walk([&](CallOpInterface call) {
+      auto symbol = dyn_cast<SymbolRefAttr>(call.getCallableForCallee());
+      if (!symbol)
+        return;
+      auto callee = symbolTable.lookup<func::FuncOp>(symbol.getRootReference());
+      if (callee && seen.insert(callee).second)
+        worklist.push_back(callee);
+    });
+  }
+  return reachable[function] = std::move(seen);
+}
+
+bool DerivativeGenerator::inSameRecursion(func::FuncOp a, func::FuncOp b) {
+  return reachableFrom(a).contains(b) && reachableFrom(b).contains(a);
+}
+
+Operation *DerivativeGenerator::recursionRoot(func::FuncOp function) {
+  func::FuncOp root = function;
+  for (Operation *member : reachableFrom(function)) {
+    auto candidate = cast<func::FuncOp>(member);
+    if (candidate.getSymName() < root.getSymName() &&
+        inSameRecursion(function, candidate))
+      root = candidate;
+  }
+  return root;
+}
+
+void DerivativeGenerator::addRecursionWidth(func::FuncOp function,
+                                            Operation *placeholder,
+                                            unsigned slots) {
+  RecursionWidth &width = recursionWidths[recursionRoot(function)];
+  if (placeholder)
+    width.placeholders.push_back(placeholder);
+  width.slots = std::max(width.slots, slots);
+}
+
+void DerivativeGenerator::finalize() {
+  for (auto &[root, width] : recursionWidths) {
+    auto attr = IntegerAttr::get(IndexType::get(root->getContext()),
+                                 width.slots);
+    for (Operation *placeholder : width.placeholders)
+      placeholder->setAttr("value", attr);
+  }
 }
 
 /// `<callee>_ad_<kind>_<wrt positions joined by '_'>`.
@@ -701,7 +801,8 @@ DerivativeGenerator::generate(func::FuncOp callee, ArrayRef<int64_t> wrt) {
   };
 
   // Forward sweep: every op in program order.
-  ForwardSweep forward(*this, activity, &forwardFunction.getBody().front());
+  ForwardSweep forward(*this, activity, callee,
+                       &forwardFunction.getBody().front());
   forward.mapping.map(original.getArguments(),
                       forwardFunction.getArguments());
   if (failed(forward.emitOps(original, /*withTerminator=*/false)))
@@ -709,7 +810,7 @@ DerivativeGenerator::generate(func::FuncOp callee, ArrayRef<int64_t> wrt) {
 
   // Reverse sweep: seed the returned values, then every active op backwards.
   Block *pullbackBody = &pullbackFunction.getBody().front();
-  ReverseSweep reverse(*this, activity, forward, pullbackBody);
+  ReverseSweep reverse(*this, activity, callee, forward, pullbackBody);
   Operation *terminator = original.getTerminator();
   unsigned cotangentIndex = 0;
   for (Value returned : terminator->getOperands())
@@ -753,5 +854,162 @@ DerivativeGenerator::generate(func::FuncOp callee, ArrayRef<int64_t> wrt) {
   functions.pullback = pullbackFunction;
   functions.wrt.assign(wrt.begin(), wrt.end());
   functions.numTapeValues = reverse.tape.size();
+  return functions;
+}
+
+FailureOr<DerivativeFunctions>
+DerivativeGenerator::generateRecursive(func::FuncOp callee,
+                                       ArrayRef<int64_t> wrt) {
+  if (!callee.getBody().hasOneBlock()) {
+    emitError(callee, "cannot differentiate '" + callee.getSymName() +
+                          "': it has several blocks; structure its control "
+                          "flow first with lift-cf-to-scf (ad-differentiate "
+                          "does)");
+    return failure();
+  }
+  ActivityAnalysis activity(callee, wrt);
+  Block &original = callee.getBody().front();
+  FunctionType type = callee.getFunctionType();
+  MLIRContext *context = callee.getContext();
+  Location loc = callee.getLoc();
+  OpBuilder types(context);
+  Type tapeType = MemRefType::get({ShapedType::kDynamic}, types.getF64Type());
+  Type indexType = types.getIndexType();
+  SmallVector<Type> cotangentTypes, gradientTypes;
+  for (Type result : type.getResults())
+    if (isDifferentiableType(result))
+      cotangentTypes.push_back(result);
+  for (int64_t position : wrt)
+    gradientTypes.push_back(type.getInput(position));
+  unsigned numArgs = type.getNumInputs();
+  unsigned numResults = type.getNumResults();
+
+  // All four functions exist, with their final types, before any body is
+  // generated: calls inside the recursion find them in the cache.
+  SmallVector<Type> recursiveInputs(type.getInputs());
+  recursiveInputs.append({tapeType, indexType});
+  SmallVector<Type> recursiveResults(type.getResults());
+  recursiveResults.append({tapeType, indexType});
+  SmallVector<Type> pullbackInputs = {tapeType, indexType};
+  llvm::append_range(pullbackInputs, cotangentTypes);
+  SmallVector<Type> entryResults(type.getResults());
+  entryResults.push_back(tapeType);
+  SmallVector<Type> entryPullbackInputs = {tapeType};
+  llvm::append_range(entryPullbackInputs, cotangentTypes);
+
+  func::FuncOp forwardFunction = createCompanion(
+      symbolTable, callee, callee, derivativeName(callee, "fwd", wrt),
+      type.getInputs());
+  func::FuncOp pullbackFunction = createCompanion(
+      symbolTable, callee, forwardFunction, derivativeName(callee, "pb", wrt),
+      entryPullbackInputs);
+  func::FuncOp recursiveForward = createCompanion(
+      symbolTable, callee, pullbackFunction,
+      derivativeName(callee, "fwdrec", wrt), recursiveInputs);
+  func::FuncOp recursivePullback = createCompanion(
+      symbolTable, callee, recursiveForward,
+      derivativeName(callee, "pbrec", wrt), pullbackInputs);
+  forwardFunction.setType(
+      FunctionType::get(context, type.getInputs(), entryResults));
+  pullbackFunction.setType(
+      FunctionType::get(context, entryPullbackInputs, gradientTypes));
+  recursiveForward.setType(
+      FunctionType::get(context, recursiveInputs, recursiveResults));
+  recursivePullback.setType(
+      FunctionType::get(context, pullbackInputs, gradientTypes));
+
+  DerivativeFunctions functions;
+  functions.forward = forwardFunction;
+  functions.pullback = pullbackFunction;
+  functions.recursiveForward = recursiveForward;
+  functions.recursivePullback = recursivePullback;
+  functions.wrt.assign(wrt.begin(), wrt.end());
+  functions.numTapeValues = 1;
+  auto key = std::make_pair(callee.getOperation(),
+                            std::vector<int64_t>(wrt.begin(), wrt.end()));
+  generated[key] = functions;
+  auto discard = [&]() {
+    generated.erase(key);
+    for (func::FuncOp function : {forwardFunction, pullbackFunction,
+                                  recursiveForward, recursivePullback})
+      symbolTable.erase(function);
+    return failure();
+  };
+
+  // The recursive forward: this invocation fills row `row` of the tape.
+  Block *forwardEntry = &recursiveForward.getBody().front();
+  ForwardSweep forward(*this, activity, callee, forwardEntry);
+  forward.recursionKey = callee;
+  forward.mapping.map(original.getArguments(),
+                      forwardEntry->getArguments().take_front(numArgs));
+  GrowableTape &tape = forward.growableTape(callee);
+  Value row = forwardEntry->getArgument(numArgs + 1);
+  OpBuilder &forwardBuilder = forward.getBuilder();
+  tape.buffer =
+      growTapeIfFull(forwardBuilder, loc, forwardEntry->getArgument(numArgs),
+                     row, tape.forwardWidth->getResult(0));
+  tape.nextRow = arith::AddIOp::create(
+      forwardBuilder, loc, row,
+      arith::ConstantIndexOp::create(forwardBuilder, loc, 1));
+  forward.beginRows(forwardEntry, callee, row, tape.buffer);
+  if (failed(forward.emitOps(original, /*withTerminator=*/false)))
+    return discard();
+
+  // The recursive pullback reads row `row` of the final tape.
+  Block *pullbackEntry = &recursivePullback.getBody().front();
+  ReverseSweep reverse(*this, activity, callee, forward, pullbackEntry);
+  reverse.recursionTape = pullbackEntry->getArgument(0);
+  tape.pullbackBuffer = pullbackEntry->getArgument(0);
+  reverse.beginRows(&original, callee, pullbackEntry->getArgument(1));
+  Operation *terminator = original.getTerminator();
+  unsigned cotangentIndex = 2;
+  for (Value returned : terminator->getOperands())
+    if (isDifferentiableType(returned.getType()))
+      reverse.addCotangent(returned,
+                           pullbackEntry->getArgument(cotangentIndex++));
+  if (failed(reverse.emitReverseOps(original)))
+    return discard();
+  if (!reverse.tape.empty()) {
+    emitError(callee, "cannot differentiate '" + callee.getSymName() +
+                          "' yet: its adjoint needs values that do not fit "
+                          "in the rows of a recursive function's tape");
+    return discard();
+  }
+  forward.finalizeGrowableTapes();
+  addRecursionWidth(callee, tape.forwardWidth, tape.slots.size());
+  addRecursionWidth(callee, tape.pullbackWidth, tape.slots.size());
+
+  SmallVector<Value> gradients;
+  for (int64_t position : wrt)
+    gradients.push_back(reverse.getCotangent(callee.getArgument(position)));
+  func::ReturnOp::create(reverse.getBuilder(), terminator->getLoc(),
+                         gradients);
+  SmallVector<Value> forwardResults;
+  for (Value returned : terminator->getOperands())
+    forwardResults.push_back(forward.lookup(returned));
+  forwardResults.append({tape.buffer, tape.nextRow});
+  func::ReturnOp::create(forwardBuilder, terminator->getLoc(), forwardResults);
+
+  // Entry points for callers outside the recursion: a fresh tape, row 0.
+  {
+    OpBuilder b = OpBuilder::atBlockEnd(&forwardFunction.getBody().front());
+    auto width = arith::ConstantIndexOp::create(b, loc, 0);
+    addRecursionWidth(callee, width, 0);
+    SmallVector<Value> operands(forwardFunction.getArguments());
+    operands.push_back(createGrowableTape(b, loc, width));
+    operands.push_back(arith::ConstantIndexOp::create(b, loc, 0));
+    auto call = func::CallOp::create(b, loc, recursiveForward, operands);
+    SmallVector<Value> results(call.getResults().take_front(numResults));
+    results.push_back(call.getResult(numResults));
+    func::ReturnOp::create(b, loc, results);
+  }
+  {
+    OpBuilder b = OpBuilder::atBlockEnd(&pullbackFunction.getBody().front());
+    SmallVector<Value> operands = {pullbackFunction.getArgument(0),
+                                   arith::ConstantIndexOp::create(b, loc, 0)};
+    llvm::append_range(operands, pullbackFunction.getArguments().drop_front());
+    auto call = func::CallOp::create(b, loc, recursivePullback, operands);
+    func::ReturnOp::create(b, loc, call.getResults());
+  }
   return functions;
 }

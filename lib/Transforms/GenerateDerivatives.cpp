@@ -101,6 +101,7 @@ struct ADGenerateDerivativesPass
     bool failedAny = false;
     for (Operation *request : requests)
       failedAny |= failed(rewriteRequest(generator, request));
+    generator.finalize();
     if (failedAny)
       signalPassFailure();
   }

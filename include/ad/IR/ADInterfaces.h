@@ -26,6 +26,11 @@ struct DerivativeFunctions {
   SmallVector<int64_t> wrt;
   /// Number of tape values the forward function returns after the results.
   unsigned numTapeValues = 0;
+  /// For a function that can call itself (directly or not): the versions
+  /// calls from inside its recursion use. They share one growable tape:
+  /// (args..., tape, next row) -> (results..., tape, next row), and
+  /// (tape, row, cotangents...) -> gradients. Null otherwise.
+  func::FuncOp recursiveForward, recursivePullback;
 };
 
 /// What both sweeps offer a rule.
@@ -43,6 +48,9 @@ public:
   virtual FailureOr<DerivativeFunctions>
   getDerivativeFunctions(func::FuncOp callee, ArrayRef<int64_t> wrt,
                          Operation *requester) = 0;
+  /// Whether the function being differentiated and `callee` call each other
+  /// (a call between them uses the recursive versions and the shared tape).
+  virtual bool isSameRecursion(func::FuncOp callee) = 0;
 };
 
 /// The forward sweep: emits the augmented forward function.
@@ -140,6 +148,8 @@ public:
   /// Forgets the cotangents of the values defined in `original`, before its
   /// adjoint is emitted once more (a block reversed several times).
   virtual void resetCotangents(Block &original) = 0;
+  /// In the pullback of a recursive function: the shared tape.
+  virtual Value getRecursionTape() = 0;
 };
 
 /// Whether values of `type` carry gradients (float scalars, ranked tensors

@@ -13,6 +13,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/MapVector.h"
 
 #include <map>
 #include <vector>
@@ -37,17 +38,43 @@ public:
   /// on the way to it.
   InFlightDiagnostic emitError(Operation *op, const Twine &message);
 
+  /// Whether `a` and `b` call each other, directly or through other
+  /// functions (a function calling itself is in its own recursion).
+  bool inSameRecursion(func::FuncOp a, func::FuncOp b);
+
+  /// Registers a row-width placeholder (an arith.constant of index type) of
+  /// the tape shared by the recursion of `function`, and the slots one of
+  /// its functions needs; finalize() sets every placeholder to the maximum.
+  void addRecursionWidth(func::FuncOp function, Operation *placeholder,
+                         unsigned slots);
+
+  /// Completes what needs every function generated: row widths of the tapes
+  /// shared by recursive functions. Call after the last getOrCreate.
+  void finalize();
+
 private:
   FailureOr<DerivativeFunctions> generate(func::FuncOp callee,
                                           ArrayRef<int64_t> wrt);
+  FailureOr<DerivativeFunctions> generateRecursive(func::FuncOp callee,
+                                                   ArrayRef<int64_t> wrt);
+  /// Functions reachable from `function` through calls.
+  const llvm::SmallPtrSetImpl<Operation *> &reachableFrom(func::FuncOp function);
+  /// The first function of the module in the recursion of `function`.
+  Operation *recursionRoot(func::FuncOp function);
 
   SymbolTable symbolTable;
   std::map<std::pair<Operation *, std::vector<int64_t>>, DerivativeFunctions>
       generated;
   /// Calls (or ad ops) whose callee is being differentiated, outermost first.
   SmallVector<Operation *> requesters;
-  /// Functions whose derivatives are being generated.
-  llvm::SmallPtrSet<Operation *, 8> inProgress;
+  /// Reachability through calls, computed on demand.
+  DenseMap<Operation *, llvm::SmallPtrSet<Operation *, 8>> reachable;
+  /// Per recursion root: width placeholders and the widest row.
+  struct RecursionWidth {
+    SmallVector<Operation *> placeholders;
+    unsigned slots = 0;
+  };
+  llvm::MapVector<Operation *, RecursionWidth> recursionWidths;
 };
 
 } // namespace mlir::ad
