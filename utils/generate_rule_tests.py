@@ -444,6 +444,27 @@ CONTROL_FLOW = {
         "  scf.yield %v : {t}",
         "}}"]),
         [(1.4, 0.6), (1.9, 0.3)]),
+    # scf.index_switch on an index argument; one case holds an
+    # scf.execute_region.
+    "index_switch": (1, program([
+        "%r = scf.index_switch %n0 -> {t}",
+        "case 0 {{",
+        "  %s = math.sin %a : {t}",
+        "  scf.yield %s : {t}",
+        "}}",
+        "case 1 {{",
+        "  %e = scf.execute_region -> {t} {{",
+        "    %m = arith.mulf %a, %a : {t}",
+        "    %x3 = arith.mulf %m, %a : {t}",
+        "    scf.yield %x3 : {t}",
+        "  }}",
+        "  scf.yield %e : {t}",
+        "}}",
+        "default {{",
+        "  %t = math.exp %a : {t}",
+        "  scf.yield %t : {t}",
+        "}}"]),
+        [(0.7, 0), (0.7, 1), (-0.3, 5)], None, ["index"]),
     # Unstructured control flow (cf), structured by lift-cf-to-scf before
     # differentiation. A loop built from blocks with block arguments:
     # x^n, and sin(x^n) when x^n < 1 (two exits).

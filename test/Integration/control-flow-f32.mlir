@@ -745,6 +745,67 @@ func.func @check_while_in_for(%point: i64, %p0: f64, %p1: f64) {
   return
 }
 
+func.func @case_index_switch(%a: f32, %n0: index) -> f32 {
+  %r = scf.index_switch %n0 -> f32
+  case 0 {
+    %s = math.sin %a : f32
+    scf.yield %s : f32
+  }
+  case 1 {
+    %e = scf.execute_region -> f32 {
+      %m = arith.mulf %a, %a : f32
+      %x3 = arith.mulf %m, %a : f32
+      scf.yield %x3 : f32
+    }
+    scf.yield %e : f32
+  }
+  default {
+    %t = math.exp %a : f32
+    scf.yield %t : f32
+  }
+  return %r : f32
+}
+
+func.func @case_index_switch_ref(%a: f64, %n0: index) -> f64 {
+  %r = scf.index_switch %n0 -> f64
+  case 0 {
+    %s = math.sin %a : f64
+    scf.yield %s : f64
+  }
+  case 1 {
+    %e = scf.execute_region -> f64 {
+      %m = arith.mulf %a, %a : f64
+      %x3 = arith.mulf %m, %a : f64
+      scf.yield %x3 : f64
+    }
+    scf.yield %e : f64
+  }
+  default {
+    %t = math.exp %a : f64
+    scf.yield %t : f64
+  }
+  return %r : f64
+}
+
+func.func @check_index_switch(%point: i64, %p0: f64, %n0: index) {
+  %x0 = arith.truncf %p0 : f64 to f32
+  %e0 = arith.extf %x0 : f32 to f64
+  %g0 = ad.grad @case_index_switch(%x0, %n0) : (f32, index) -> (f32)
+  %tol = arith.constant 1.000000e-05 : f64
+  %gw0 = arith.extf %g0 : f32 to f64
+  %xp0, %xm0 = func.call @step(%e0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_index_switch_ref(%xp0, %n0) : (f64, index) -> f64
+  %fm0 = func.call @case_index_switch_ref(%xm0, %n0) : (f64, index) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "index_switch p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%gw0, %fd0, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
 func.func @case_cf_block_loop(%a: f32, %n0: index) -> f32 {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -1077,6 +1138,18 @@ func.func @main() {
   %while_in_for_1_1 = arith.constant 0.3 : f64
   %while_in_for_1_id = arith.constant 1 : i64
   func.call @check_while_in_for(%while_in_for_1_id, %while_in_for_1_0, %while_in_for_1_1) : (i64, f64, f64) -> ()
+  %index_switch_0_0 = arith.constant 0.7 : f64
+  %index_switch_0_1 = arith.constant 0 : index
+  %index_switch_0_id = arith.constant 0 : i64
+  func.call @check_index_switch(%index_switch_0_id, %index_switch_0_0, %index_switch_0_1) : (i64, f64, index) -> ()
+  %index_switch_1_0 = arith.constant 0.7 : f64
+  %index_switch_1_1 = arith.constant 1 : index
+  %index_switch_1_id = arith.constant 1 : i64
+  func.call @check_index_switch(%index_switch_1_id, %index_switch_1_0, %index_switch_1_1) : (i64, f64, index) -> ()
+  %index_switch_2_0 = arith.constant -0.3 : f64
+  %index_switch_2_1 = arith.constant 5 : index
+  %index_switch_2_id = arith.constant 2 : i64
+  func.call @check_index_switch(%index_switch_2_id, %index_switch_2_0, %index_switch_2_1) : (i64, f64, index) -> ()
   %cf_block_loop_0_0 = arith.constant 1.3 : f64
   %cf_block_loop_0_1 = arith.constant 3 : index
   %cf_block_loop_0_id = arith.constant 0 : i64
@@ -1158,6 +1231,9 @@ func.func @main() {
 // CHECK: while_in_for p0 db: ok
 // CHECK: while_in_for p1 da: ok
 // CHECK: while_in_for p1 db: ok
+// CHECK: index_switch p0 da: ok
+// CHECK: index_switch p1 da: ok
+// CHECK: index_switch p2 da: ok
 // CHECK: cf_block_loop p0 da: ok
 // CHECK: cf_block_loop p1 da: ok
 // CHECK: cf_block_loop p2 da: ok

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Runs every execution test under valgrind and reports heap blocks the
+# generated code leaks (tapes must be freed when their pullback is dead).
+# Slow (minutes); not part of scripts/test.sh. Usage: scripts/leak-check.sh
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD_DIR:-"$root/build"}
+llvm=/usr/lib/llvm-22
+command -v valgrind >/dev/null || { echo "valgrind is not installed" >&2; exit 1; }
+status=0
+for test in "$root"/test/Integration/*.mlir; do
+  lowered=$(mktemp)
+  "$build/bin/ad-opt" "$test" --ad-lower-to-llvm > "$lowered"
+  report=$(valgrind --leak-check=full "$llvm/bin/mlir-runner" -e main \
+    -entry-point-result=void \
+    -shared-libs="$llvm/lib/libmlir_runner_utils.so,$llvm/lib/libmlir_c_runner_utils.so" \
+    "$lowered" 2>&1 >/dev/null | grep -E "(definitely|indirectly) lost:" || true)
+  rm -f "$lowered"
+  lost=$(echo "$report" | awk '{s += $4} END {print s + 0}')
+  printf '%-40s %s bytes lost\n' "$(basename "$test")" "$lost"
+  [ "$lost" = 0 ] || status=1
+done
+exit $status

@@ -1,0 +1,113 @@
+// RUN: ad-opt %s --split-input-file --ad-generate-derivatives | FileCheck %s
+
+// scf.while: the forward loop carries a row counter and a growable tape,
+// doubled (realloc) when the next row does not fit; rows hold what the
+// adjoint reads, here s (one slot). The pullback runs a for loop over the
+// rows, last first.
+// CHECK-LABEL: func.func private @growth_ad_fwd_0_1
+// CHECK: %[[W:.*]] = arith.constant 1 : index
+// CHECK: %[[TAPE:.*]] = memref.alloc(%{{.*}}) : memref<?xf64>
+// CHECK: %[[LOOP:.*]]:3 = scf.while (%[[S:.*]] = %{{.*}}, %[[ROW:.*]] = %{{.*}}, %[[BUF:.*]] = %[[TAPE]])
+// CHECK: %[[FULL:.*]] = arith.cmpi ugt
+// CHECK: %[[GROWN:.*]] = scf.if %[[FULL]] -> (memref<?xf64>) {
+// CHECK: memref.realloc
+// CHECK: scf.condition(%{{.*}}) %[[S]], %[[ROW]], %[[GROWN]]
+// CHECK: } do {
+// CHECK: ^bb0(%[[S2:.*]]: f64, %[[ROW2:.*]]: index, %[[BUF2:.*]]: memref<?xf64>):
+// CHECK: memref.store %[[S2]], %[[BUF2]][%{{.*}}]
+// CHECK: %[[NEXT:.*]] = arith.addi %[[ROW2]], %{{.*}} : index
+// CHECK: scf.yield %{{.*}}, %[[NEXT]], %[[BUF2]]
+// CHECK: return %[[LOOP]]#0, %[[LOOP]]#1, %{{.*}}, %[[LOOP]]#2 :
+// CHECK-LABEL: func.func private @growth_ad_pb_0_1
+// CHECK-SAME: (%[[LAST:.*]]: index, %{{.*}}: f64, %[[TB:.*]]: memref<?xf64>, %{{.*}}: f64)
+// CHECK: scf.for
+// CHECK: %[[R:.*]] = arith.subi %[[LAST]]
+// CHECK: memref.load %[[TB]]
+func.func @growth(%x: f64, %y: f64) -> f64 {
+  %ten = arith.constant 10.0 : f64
+  %r = scf.while (%s = %y) : (f64) -> f64 {
+    %go = arith.cmpf olt, %s, %ten : f64
+    scf.condition(%go) %s : f64
+  } do {
+  ^bb0(%s: f64):
+    %m = arith.mulf %s, %x : f64
+    scf.yield %m : f64
+  }
+  return %r : f64
+}
+
+func.func @caller(%x: f64, %y: f64) -> (f64, f64) {
+  %gx, %gy = ad.grad @growth(%x, %y) : (f64, f64) -> (f64, f64)
+  return %gx, %gy : f64, f64
+}
+
+// -----
+
+// scf.index_switch replays the recorded case; scf.execute_region is inlined.
+// CHECK-LABEL: func.func private @switch_ad_fwd_0
+// CHECK-NOT: scf.execute_region
+// CHECK: scf.index_switch
+// CHECK-LABEL: func.func private @switch_ad_pb_0
+// CHECK-SAME: (%[[K:.*]]: index,
+// CHECK: scf.index_switch %[[K]] -> f64
+// CHECK: case 0 {
+// CHECK: math.cos
+// CHECK: default {
+func.func @switch(%x: f64, %k: index) -> f64 {
+  %r = scf.index_switch %k -> f64
+  case 0 {
+    %s = math.sin %x : f64
+    scf.yield %s : f64
+  }
+  default {
+    %e = scf.execute_region -> f64 {
+      %m = arith.mulf %x, %x : f64
+      scf.yield %m : f64
+    }
+    scf.yield %e : f64
+  }
+  return %r : f64
+}
+
+func.func @caller(%x: f64, %k: index) -> f64 {
+  %g = ad.grad @switch(%x, %k) : (f64, index) -> f64
+  return %g : f64
+}
+
+// -----
+
+// Recursion: the recursive versions thread one tape through every
+// invocation, each filling the row it starts with; the entry points for
+// outside callers start a fresh tape at row 0.
+// CHECK-LABEL: func.func private @power_ad_fwd_0
+// CHECK: %[[T0:.*]] = memref.alloc
+// CHECK: call @power_ad_fwdrec_0(%{{.*}}, %{{.*}}, %[[T0]], %{{.*}}) : (f64, i32, memref<?xf64>, index) -> (f64, memref<?xf64>, index)
+// CHECK-LABEL: func.func private @power_ad_pb_0
+// CHECK: call @power_ad_pbrec_0(
+// CHECK-LABEL: func.func private @power_ad_fwdrec_0
+// CHECK-SAME: (%{{.*}}: f64, %{{.*}}: i32, %[[TAPE:.*]]: memref<?xf64>, %[[ROW:.*]]: index) -> (f64, memref<?xf64>, index)
+// CHECK: memref.realloc %[[TAPE]]
+// CHECK: func.call @power_ad_fwdrec_0(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) :
+// CHECK-LABEL: func.func private @power_ad_pbrec_0
+// CHECK-SAME: (%[[PTAPE:.*]]: memref<?xf64>, %{{.*}}: index, %{{.*}}: f64) -> f64
+// CHECK: func.call @power_ad_pbrec_0(%[[PTAPE]],
+func.func @power(%x: f64, %n: i32) -> f64 {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %one = arith.constant 1.0 : f64
+  %done = arith.cmpi sle, %n, %c0 : i32
+  %r = scf.if %done -> f64 {
+    scf.yield %one : f64
+  } else {
+    %m = arith.subi %n, %c1 : i32
+    %p = func.call @power(%x, %m) : (f64, i32) -> f64
+    %q = arith.mulf %p, %x : f64
+    scf.yield %q : f64
+  }
+  return %r : f64
+}
+
+func.func @caller(%x: f64, %n: i32) -> f64 {
+  %g = ad.grad @power(%x, %n) : (f64, i32) -> f64
+  return %g : f64
+}
