@@ -49,7 +49,8 @@ def ADGenerateDerivativesPass
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
     "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
-    "::mlir::scf::SCFDialect", "::mlir::ub::UBDialect"
+    "::mlir::scf::SCFDialect", "::mlir::ub::UBDialect",
+    "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect"
   ];
 }
 

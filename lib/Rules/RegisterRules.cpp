@@ -10,6 +10,7 @@
 void mlir::ad::registerReverseRules(DialectRegistry &registry) {
   registerArithReverseRules(registry);
   registerFuncReverseRules(registry);
+  registerLinalgReverseRules(registry);
   registerMathReverseRules(registry);
   registerSCFReverseRules(registry);
 }

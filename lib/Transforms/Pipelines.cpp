@@ -24,6 +24,9 @@ void mlir::ad::buildDifferentiatePipeline(OpPassManager &pm) {
   // Unstructured control flow becomes scf.while/if/index_switch, whose
   // rules reverse it (an upstream, semantics-preserving rewrite).
   pm.addPass(createLiftControlFlowToSCFPass());
+  // Named linalg ops (matmul, conv, pooling, ...) become linalg.generic,
+  // which has one rule for all of them.
+  pm.addPass(createLinalgGeneralizeNamedOpsPass());
   pm.addPass(createADGenerateDerivativesPass());
   pm.addPass(createADLowerClosuresPass());
 }

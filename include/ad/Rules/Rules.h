@@ -21,6 +21,9 @@ void registerFuncReverseRules(DialectRegistry &registry);
 /// Rules for scf.for and scf.if (loops reversed over a per-iteration tape,
 /// branches replaying the recorded condition).
 void registerSCFReverseRules(DialectRegistry &registry);
+/// Rules for linalg.generic (named linalg ops are generalized to it first)
+/// and for tensor.extract/insert.
+void registerLinalgReverseRules(DialectRegistry &registry);
 /// Every rule above.
 void registerReverseRules(DialectRegistry &registry);
 
