@@ -606,6 +606,179 @@ RECURSION = {
         [(0.6, 5.3), (1.1, 0.4), (0.3, 17.0)]),
 }
 
+# Tensors and linalg. Each case builds tensors whose entries are smooth
+# functions of the scalar arguments (x sin(phase) + y cos(phase), with a
+# phase per position), applies the op under test and reduces to a scalar,
+# so the gradient checked is the op's adjoint contracted with the builder's.
+
+
+def tensor_type(shape, t):
+    return "tensor<" + "x".join(str(d) for d in shape) + ("x" if shape else "") + t + ">"
+
+
+def build(name, shape, x, y, seed):
+    """Lines making %name : tensor<shape x t> from scalars %x and %y."""
+    rank = len(shape)
+    dims = ", ".join(f"d{i}" for i in range(rank))
+    scalar_map = f"affine_map<({dims}) -> ()>"
+    identity = f"affine_map<({dims}) -> ({dims})>"
+    iters = ", ".join(['"parallel"'] * rank)
+    ty = tensor_type(shape, "{t}")
+    lines = [
+        f"%{name}_e = tensor.empty() : {ty}",
+        f"%{name} = linalg.generic {{{{indexing_maps = [{scalar_map}, {scalar_map}, {identity}], iterator_types = [{iters}]}}}} ins(%{x}, %{y} : {{t}}, {{t}}) outs(%{name}_e : {ty}) {{{{",
+        f"^bb0(%{name}_x: {{t}}, %{name}_y: {{t}}, %{name}_o: {{t}}):",
+        f"  %{name}_p0 = arith.constant {seed + 0.25} : {{t}}",
+    ]
+    for i in range(rank):
+        lines += [
+            f"  %{name}_i{i} = linalg.index {i} : index",
+            f"  %{name}_l{i} = arith.index_cast %{name}_i{i} : index to i64",
+            f"  %{name}_f{i} = arith.sitofp %{name}_l{i} : i64 to {{t}}",
+            f"  %{name}_c{i} = arith.constant {1.3 + 0.6 * i} : {{t}}",
+            f"  %{name}_m{i} = arith.mulf %{name}_f{i}, %{name}_c{i} : {{t}}",
+            f"  %{name}_p{i + 1} = arith.addf %{name}_p{i}, %{name}_m{i} : {{t}}",
+        ]
+    last = f"%{name}_p{rank}"
+    lines += [
+        f"  %{name}_s = math.sin {last} : {{t}}",
+        f"  %{name}_k = math.cos {last} : {{t}}",
+        f"  %{name}_u = arith.mulf %{name}_x, %{name}_s : {{t}}",
+        f"  %{name}_v = arith.mulf %{name}_y, %{name}_k : {{t}}",
+        f"  %{name}_w = arith.addf %{name}_u, %{name}_v : {{t}}",
+        f"  linalg.yield %{name}_w : {{t}}",
+        f"}}}} -> {ty}",
+    ]
+    return lines
+
+
+def loss(name, shape):
+    """Lines reducing %name to the scalar %r: sum of sin(v) + v^2 / 3."""
+    ty = tensor_type(shape, "{t}")
+    dims = ", ".join(str(i) for i in range(len(shape)))
+    return [
+        "%l_zero = arith.constant 0.0 : {t}",
+        "%l_e = tensor.empty() : tensor<{t}>",
+        "%l_init = linalg.fill ins(%l_zero : {t}) outs(%l_e : tensor<{t}>) -> tensor<{t}>",
+        f"%l_sum = linalg.reduce ins(%{name} : {ty}) outs(%l_init : tensor<{{t}}>) dimensions = [{dims}]",
+        "  (%l_in: {t}, %l_acc: {t}) {{",
+        "    %l_third = arith.constant 0.3333 : {t}",
+        "    %l_s = math.sin %l_in : {t}",
+        "    %l_q = arith.mulf %l_in, %l_in : {t}",
+        "    %l_q3 = arith.mulf %l_q, %l_third : {t}",
+        "    %l_v = arith.addf %l_s, %l_q3 : {t}",
+        "    %l_n = arith.addf %l_acc, %l_v : {t}",
+        "    linalg.yield %l_n : {t}",
+        "  }}",
+        "%r = tensor.extract %l_sum[] : tensor<{t}>",
+    ]
+
+
+def zeros(name, shape):
+    ty = tensor_type(shape, "{t}")
+    return [f"%{name}_z0 = arith.constant 0.0 : {{t}}",
+            f"%{name}_ze = tensor.empty() : {ty}",
+            f"%{name} = linalg.fill ins(%{name}_z0 : {{t}}) outs(%{name}_ze : {ty}) -> {ty}"]
+
+
+def tensor_case(lines):
+    return (2, program(lines), [(0.7, -0.4), (-0.3, 0.9)])
+
+
+def binary_named(op, shape):
+    ty = tensor_type(shape, "{t}")
+    return tensor_case(
+        build("A", shape, "a", "b", 0) + build("B", shape, "b", "a", 1) +
+        zeros("O", shape) +
+        [f"%C = {op} ins(%A, %B : {ty}, {ty}) outs(%O : {ty}) -> {ty}"] +
+        loss("C", shape))
+
+
+def unary_named(op, shape, pre=None):
+    ty = tensor_type(shape, "{t}")
+    return tensor_case(
+        build("A", shape, "a", "b", 0) + zeros("O", shape) +
+        [f"%C = {op} ins(%A : {ty}) outs(%O : {ty}) -> {ty}"] + loss("C", shape))
+
+
+TENSORS = {
+    "matmul": tensor_case(
+        build("A", [3, 4], "a", "b", 0) + build("B", [4, 5], "b", "a", 1) +
+        zeros("O", [3, 5]) +
+        ["%C = linalg.matmul ins(%A, %B : tensor<3x4x{t}>, tensor<4x5x{t}>) outs(%O : tensor<3x5x{t}>) -> tensor<3x5x{t}>"] +
+        loss("C", [3, 5])),
+    "batch_matmul": tensor_case(
+        build("A", [2, 3, 4], "a", "b", 0) + build("B", [2, 4, 2], "b", "a", 1) +
+        zeros("O", [2, 3, 2]) +
+        ["%C = linalg.batch_matmul ins(%A, %B : tensor<2x3x4x{t}>, tensor<2x4x2x{t}>) outs(%O : tensor<2x3x2x{t}>) -> tensor<2x3x2x{t}>"] +
+        loss("C", [2, 3, 2])),
+    "matvec": tensor_case(
+        build("A", [3, 4], "a", "b", 0) + build("V", [4], "b", "a", 1) +
+        zeros("O", [3]) +
+        ["%C = linalg.matvec ins(%A, %V : tensor<3x4x{t}>, tensor<4x{t}>) outs(%O : tensor<3x{t}>) -> tensor<3x{t}>"] +
+        loss("C", [3])),
+    "vecmat": tensor_case(
+        build("V", [4], "a", "b", 0) + build("A", [4, 3], "b", "a", 1) +
+        zeros("O", [3]) +
+        ["%C = linalg.vecmat ins(%V, %A : tensor<4x{t}>, tensor<4x3x{t}>) outs(%O : tensor<3x{t}>) -> tensor<3x{t}>"] +
+        loss("C", [3])),
+    "dot": tensor_case(
+        build("U", [5], "a", "b", 0) + build("V", [5], "b", "a", 1) +
+        zeros("O", []) +
+        ["%C = linalg.dot ins(%U, %V : tensor<5x{t}>, tensor<5x{t}>) outs(%O : tensor<{t}>) -> tensor<{t}>"] +
+        loss("C", [])),
+    "transpose": tensor_case(
+        build("A", [3, 4], "a", "b", 0) + zeros("O", [4, 3]) +
+        ["%C = linalg.transpose ins(%A : tensor<3x4x{t}>) outs(%O : tensor<4x3x{t}>) permutation = [1, 0]"] +
+        loss("C", [4, 3])),
+    "broadcast": tensor_case(
+        build("A", [4], "a", "b", 0) + zeros("O", [3, 4]) +
+        ["%C = linalg.broadcast ins(%A : tensor<4x{t}>) outs(%O : tensor<3x4x{t}>) dimensions = [0]"] +
+        loss("C", [3, 4])),
+    "copy": unary_named("linalg.copy", [2, 3]),
+    "add": binary_named("linalg.add", [2, 3]),
+    "sub": binary_named("linalg.sub", [2, 3]),
+    "mul": binary_named("linalg.mul", [2, 3]),
+    "exp": unary_named("linalg.exp", [2, 3]),
+    "map": tensor_case(
+        build("A", [2, 3], "a", "b", 0) + build("B", [2, 3], "b", "a", 1) +
+        zeros("O", [2, 3]) +
+        ["%C = linalg.map ins(%A, %B : tensor<2x3x{t}>, tensor<2x3x{t}>) outs(%O : tensor<2x3x{t}>)",
+         "  (%m_x: {t}, %m_y: {t}, %m_o: {t}) {{",
+         "    %m_p = arith.mulf %m_x, %m_y : {t}",
+         "    %m_t = math.tanh %m_p : {t}",
+         "    linalg.yield %m_t : {t}",
+         "  }}"] +
+        loss("C", [2, 3])),
+    "conv_2d_nhwc_hwcf": tensor_case(
+        build("I", [1, 5, 5, 2], "a", "b", 0) + build("F", [3, 3, 2, 2], "b", "a", 1) +
+        zeros("O", [1, 3, 3, 2]) +
+        ["%C = linalg.conv_2d_nhwc_hwcf {{dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}} ins(%I, %F : tensor<1x5x5x2x{t}>, tensor<3x3x2x2x{t}>) outs(%O : tensor<1x3x3x2x{t}>) -> tensor<1x3x3x2x{t}>"] +
+        loss("C", [1, 3, 3, 2])),
+    "pooling_nhwc_sum": tensor_case(
+        build("I", [1, 4, 4, 2], "a", "b", 0) +
+        ["%W = tensor.empty() : tensor<2x2x{t}>"] + zeros("O", [1, 3, 3, 2]) +
+        ["%C = linalg.pooling_nhwc_sum {{dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}} ins(%I, %W : tensor<1x4x4x2x{t}>, tensor<2x2x{t}>) outs(%O : tensor<1x3x3x2x{t}>) -> tensor<1x3x3x2x{t}>"] +
+        loss("C", [1, 3, 3, 2])),
+    # arith and math applied to whole tensors.
+    "elementwise": tensor_case(
+        build("A", [2, 3], "a", "b", 0) + build("B", [2, 3], "b", "a", 1) +
+        ["%P = arith.mulf %A, %B : tensor<2x3x{t}>",
+         "%E = math.exp %P : tensor<2x3x{t}>",
+         "%C = arith.subf %E, %A : tensor<2x3x{t}>"] +
+        loss("C", [2, 3])),
+    "extract_insert": tensor_case(
+        build("A", [2, 3], "a", "b", 0) +
+        ["%i0 = arith.constant 0 : index",
+         "%i1 = arith.constant 1 : index",
+         "%i2 = arith.constant 2 : index",
+         "%x01 = tensor.extract %A[%i0, %i1] : tensor<2x3x{t}>",
+         "%x12 = tensor.extract %A[%i1, %i2] : tensor<2x3x{t}>",
+         "%prod = arith.mulf %x01, %x12 : {t}",
+         "%C = tensor.insert %prod into %A[%i1, %i0] : tensor<2x3x{t}>"] +
+        loss("C", [2, 3])),
+}
+
 ARG_NAMES = ["a", "b", "c"]
 
 
@@ -775,6 +948,9 @@ def main():
         path = os.path.join(root, f"control-flow-{t}.mlir")
         with open(path, "w") as f:
             f.write(generate("scf", CONTROL_FLOW, t))
+        path = os.path.join(root, f"tensors-{t}.mlir")
+        with open(path, "w") as f:
+            f.write(generate("linalg/tensor", TENSORS, t))
         path = os.path.join(root, f"recursion-{t}.mlir")
         with open(path, "w") as f:
             f.write(generate("func", RECURSION, t, RECURSION_SUPPORT))

@@ -2,7 +2,9 @@
 //
 // linalg.generic is differentiated at the tensor level: one adjoint generic
 // per active input, over the same iteration space, with that input's
-// indexing map on its output (dimensions the map drops become reductions).
+// indexing map on its output (dimensions the map drops become reductions;
+// a map that is not a projected permutation, like a convolution's input,
+// makes every dimension a reduction).
 // Its body recomputes the original body and runs the scalar rules of its
 // ops backwards. Named linalg ops reach this rule through upstream
 // linalg-generalize-named-ops (ad-differentiate runs it).
@@ -201,11 +203,9 @@ struct GenericRule
       if (!emitter.isActive(input))
         continue;
       AffineMap inputMap = maps[k];
-      if (!inputMap.isProjectedPermutation())
-        return generic.emitError()
-               << "cannot differentiate this linalg.generic: the indexing "
-                  "map of input #"
-               << k << " is not a projected permutation";
+      // A map like a convolution's (d1 + d4) writes each element from
+      // several iterations: the adjoint then accumulates sequentially.
+      bool permutation = inputMap.isProjectedPermutation();
       auto tensorType = dyn_cast<RankedTensorType>(input.getType());
       RankedTensorType accType =
           tensorType ? tensorType : RankedTensorType::get({}, input.getType());
@@ -216,7 +216,7 @@ struct GenericRule
       // Loops the input's map drops are summed over.
       SmallVector<utils::IteratorType> iterators;
       for (unsigned dim = 0; dim < numLoops; ++dim)
-        iterators.push_back(accMap.isFunctionOfDim(dim)
+        iterators.push_back(permutation && accMap.isFunctionOfDim(dim)
                                 ? utils::IteratorType::parallel
                                 : utils::IteratorType::reduction);
       SmallVector<AffineMap> adjointMaps(maps.begin(), maps.end());
