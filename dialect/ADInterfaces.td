@@ -96,6 +96,12 @@ def AD_CotangentTypeInterface : TypeInterface<"CotangentTypeInterface"> {
       (ins "::mlir::OpBuilder &":$builder, "::mlir::Location":$loc,
            "double":$value)>,
     InterfaceMethod<
+      "Materializes a zero of this type shaped like `like` (a value of this "
+      "type, read only for dynamic sizes).",
+      "::mlir::Value", "createZerosLike",
+      (ins "::mlir::OpBuilder &":$builder, "::mlir::Location":$loc,
+           "::mlir::Value":$like)>,
+    InterfaceMethod<
       "Adds two cotangents of this type.",
       "::mlir::Value", "createAdd",
       (ins "::mlir::OpBuilder &":$builder, "::mlir::Location":$loc,

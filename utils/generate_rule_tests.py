@@ -767,6 +767,36 @@ TENSORS = {
          "%E = math.exp %P : tensor<2x3x{t}>",
          "%C = arith.subf %E, %A : tensor<2x3x{t}>"] +
         loss("C", [2, 3])),
+    # Dynamic shapes: the same matmul on tensor<?x?>.
+    "matmul_dynamic": tensor_case(
+        build("A", [3, 4], "a", "b", 0) + build("B", [4, 5], "b", "a", 1) +
+        ["%Ad = tensor.cast %A : tensor<3x4x{t}> to tensor<?x?x{t}>",
+         "%Bd = tensor.cast %B : tensor<4x5x{t}> to tensor<?x?x{t}>",
+         "%i0 = arith.constant 0 : index",
+         "%i1 = arith.constant 1 : index",
+         "%d0 = tensor.dim %Ad, %i0 : tensor<?x?x{t}>",
+         "%d1 = tensor.dim %Bd, %i1 : tensor<?x?x{t}>",
+         "%Oz = arith.constant 0.0 : {t}",
+         "%Oe = tensor.empty(%d0, %d1) : tensor<?x?x{t}>",
+         "%O = linalg.fill ins(%Oz : {t}) outs(%Oe : tensor<?x?x{t}>) -> tensor<?x?x{t}>",
+         "%C = linalg.matmul ins(%Ad, %Bd : tensor<?x?x{t}>, tensor<?x?x{t}>) outs(%O : tensor<?x?x{t}>) -> tensor<?x?x{t}>"] +
+        loss("C", ["?", "?"])),
+    # A tensor carried through scf.for, one element inserted per iteration.
+    "tensor_loop_insert": tensor_case(
+        zeros("T0", [6]) +
+        ["%i0 = arith.constant 0 : index",
+         "%i1 = arith.constant 1 : index",
+         "%i6 = arith.constant 6 : index",
+         "%C = scf.for %i = %i0 to %i6 step %i1 iter_args(%acc = %T0) -> (tensor<6x{t}>) {{",
+         "  %ii = arith.index_cast %i : index to i64",
+         "  %fi = arith.sitofp %ii : i64 to {t}",
+         "  %v = arith.mulf %a, %fi : {t}",
+         "  %w = arith.addf %v, %b : {t}",
+         "  %s = math.sin %w : {t}",
+         "  %u = tensor.insert %s into %acc[%i] : tensor<6x{t}>",
+         "  scf.yield %u : tensor<6x{t}>",
+         "}}"] +
+        loss("C", [6])),
     "extract_insert": tensor_case(
         build("A", [2, 3], "a", "b", 0) +
         ["%i0 = arith.constant 0 : index",

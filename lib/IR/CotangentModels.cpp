@@ -8,6 +8,8 @@
 #include "ad/IR/ADInterfaces.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinTypes.h"
 
 using namespace mlir;
@@ -28,6 +30,11 @@ struct FloatCotangentModel
                        double value) const {
     return arith::ConstantOp::create(
         builder, loc, builder.getFloatAttr(type, value));
+  }
+
+  Value createZerosLike(Type type, OpBuilder &builder, Location loc,
+                        Value) const {
+    return createConstant(type, builder, loc, 0.0);
   }
 
   Value createAdd(Type, OpBuilder &builder, Location loc, Value lhs,
@@ -52,6 +59,24 @@ struct RankedTensorCotangentModel
     auto element = builder.getFloatAttr(tensorType.getElementType(), value);
     return arith::ConstantOp::create(
         builder, loc, DenseElementsAttr::get(tensorType, element.getValue()));
+  }
+
+  /// tensor.empty + linalg.fill: bufferizes into one zero-filled buffer
+  /// that accumulation can then update in place.
+  Value createZerosLike(Type type, OpBuilder &builder, Location loc,
+                        Value like) const {
+    auto tensorType = cast<RankedTensorType>(type);
+    SmallVector<Value> dynamicSizes;
+    for (auto [index, size] : llvm::enumerate(tensorType.getShape()))
+      if (ShapedType::isDynamic(size))
+        dynamicSizes.push_back(tensor::DimOp::create(builder, loc, like, index));
+    Value empty = tensor::EmptyOp::create(builder, loc, tensorType, dynamicSizes);
+    Value zero = arith::ConstantOp::create(
+        builder, loc,
+        cast<TypedAttr>(builder.getZeroAttr(tensorType.getElementType())));
+    return linalg::FillOp::create(builder, loc, ValueRange{zero},
+                                  ValueRange{empty})
+        .getResult(0);
   }
 
   Value createAdd(Type, OpBuilder &builder, Location loc, Value lhs,
@@ -80,6 +105,11 @@ bool mlir::ad::isDifferentiableType(Type type) {
 Value mlir::ad::createFilledConstant(OpBuilder &builder, Location loc,
                                      Type type, double value) {
   return cast<CotangentTypeInterface>(type).createConstant(builder, loc, value);
+}
+
+Value mlir::ad::createZerosLike(OpBuilder &builder, Location loc, Type type,
+                                Value like) {
+  return cast<CotangentTypeInterface>(type).createZerosLike(builder, loc, like);
 }
 
 Value mlir::ad::createCotangentAdd(OpBuilder &builder, Location loc, Value lhs,

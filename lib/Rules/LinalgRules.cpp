@@ -9,7 +9,8 @@
 // ops backwards. Named linalg ops reach this rule through upstream
 // linalg-generalize-named-ops (ad-differentiate runs it).
 //
-// tensor.extract and tensor.insert move one element's cotangent.
+// tensor.extract and tensor.insert move one element's cotangent; tensor.cast
+// casts it back.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,19 +28,10 @@ using namespace mlir::ad;
 
 namespace {
 
-/// A tensor of `type` filled with zeros; dynamic sizes are read from
-/// `shapeSource`, a tensor of the same shape.
+/// A tensor of `type` filled with zeros, shaped like `shapeSource`.
 static Value zerosLike(OpBuilder &b, Location loc, RankedTensorType type,
                        Value shapeSource) {
-  SmallVector<Value> dynamicSizes;
-  for (auto [index, size] : llvm::enumerate(type.getShape()))
-    if (ShapedType::isDynamic(size))
-      dynamicSizes.push_back(tensor::DimOp::create(b, loc, shapeSource, index));
-  Value empty = tensor::EmptyOp::create(b, loc, type, dynamicSizes);
-  Value zero = arith::ConstantOp::create(
-      b, loc, cast<TypedAttr>(b.getZeroAttr(type.getElementType())));
-  return linalg::FillOp::create(b, loc, ValueRange{zero}, ValueRange{empty})
-      .getResult(0);
+  return createZerosLike(b, loc, type, shapeSource);
 }
 
 /// The reverse sweep over the scalar body of a linalg.generic, for the
@@ -330,6 +322,21 @@ struct InsertRule
   }
 };
 
+/// tensor.cast only changes what is known of the shape: cast back.
+struct CastRule
+    : ReverseRuleOpInterface::ExternalModel<CastRule, tensor::CastOp> {
+  LogicalResult emitReverse(Operation *op, ReverseEmitter &emitter) const {
+    auto castOp = cast<tensor::CastOp>(op);
+    Value cotangent = emitter.getCotangent(castOp.getResult());
+    emitter.addCotangent(castOp.getSource(),
+                         tensor::CastOp::create(emitter.getBuilder(),
+                                                castOp.getLoc(),
+                                                castOp.getSource().getType(),
+                                                cotangent));
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::ad::registerLinalgReverseRules(DialectRegistry &registry) {
@@ -339,5 +346,6 @@ void mlir::ad::registerLinalgReverseRules(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, tensor::TensorDialect *) {
     tensor::ExtractOp::attachInterface<ExtractRule>(*context);
     tensor::InsertOp::attachInterface<InsertRule>(*context);
+    tensor::CastOp::attachInterface<CastRule>(*context);
   });
 }

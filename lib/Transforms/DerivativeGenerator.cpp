@@ -440,8 +440,12 @@ public:
   Value getCotangent(Value originalResult) override {
     if (Value cotangent = cotangents.lookup(originalResult))
       return cotangent;
-    return createFilledConstant(builder, originalResult.getLoc(),
-                                originalResult.getType(), 0.0);
+    Type type = originalResult.getType();
+    auto tensorType = dyn_cast<RankedTensorType>(type);
+    Value like = tensorType && !tensorType.hasStaticShape()
+                     ? getPrimal(originalResult)
+                     : Value();
+    return createZerosLike(builder, originalResult.getLoc(), type, like);
   }
   void addCotangent(Value originalOperand, Value contribution) override {
     if (!activity.isActive(originalOperand))
@@ -825,13 +829,7 @@ DerivativeGenerator::generate(func::FuncOp callee, ArrayRef<int64_t> wrt) {
   OpBuilder &pullbackBuilder = reverse.getBuilder();
   for (int64_t position : wrt) {
     BlockArgument argument = callee.getArgument(position);
-    Value gradient = reverse.getCotangent(argument);
-    if (!gradient) {
-      emitError(callee, "cannot build a zero gradient for argument #" +
-                            Twine(position) + " of dynamic shape yet");
-      return discard();
-    }
-    gradients.push_back(gradient);
+    gradients.push_back(reverse.getCotangent(argument));
   }
   func::ReturnOp::create(pullbackBuilder, terminator->getLoc(), gradients);
   pullbackFunction.setType(FunctionType::get(

@@ -2507,6 +2507,284 @@ func.func @check_elementwise(%point: i64, %p0: f64, %p1: f64) {
   return
 }
 
+func.func @case_matmul_dynamic(%a: f32, %b: f32) -> f32 {
+  %A_e = tensor.empty() : tensor<3x4xf32>
+  %A = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f32, f32) outs(%A_e : tensor<3x4xf32>) {
+  ^bb0(%A_x: f32, %A_y: f32, %A_o: f32):
+    %A_p0 = arith.constant 0.25 : f32
+    %A_i0 = linalg.index 0 : index
+    %A_l0 = arith.index_cast %A_i0 : index to i64
+    %A_f0 = arith.sitofp %A_l0 : i64 to f32
+    %A_c0 = arith.constant 1.3 : f32
+    %A_m0 = arith.mulf %A_f0, %A_c0 : f32
+    %A_p1 = arith.addf %A_p0, %A_m0 : f32
+    %A_i1 = linalg.index 1 : index
+    %A_l1 = arith.index_cast %A_i1 : index to i64
+    %A_f1 = arith.sitofp %A_l1 : i64 to f32
+    %A_c1 = arith.constant 1.9 : f32
+    %A_m1 = arith.mulf %A_f1, %A_c1 : f32
+    %A_p2 = arith.addf %A_p1, %A_m1 : f32
+    %A_s = math.sin %A_p2 : f32
+    %A_k = math.cos %A_p2 : f32
+    %A_u = arith.mulf %A_x, %A_s : f32
+    %A_v = arith.mulf %A_y, %A_k : f32
+    %A_w = arith.addf %A_u, %A_v : f32
+    linalg.yield %A_w : f32
+  } -> tensor<3x4xf32>
+  %B_e = tensor.empty() : tensor<4x5xf32>
+  %B = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%b, %a : f32, f32) outs(%B_e : tensor<4x5xf32>) {
+  ^bb0(%B_x: f32, %B_y: f32, %B_o: f32):
+    %B_p0 = arith.constant 1.25 : f32
+    %B_i0 = linalg.index 0 : index
+    %B_l0 = arith.index_cast %B_i0 : index to i64
+    %B_f0 = arith.sitofp %B_l0 : i64 to f32
+    %B_c0 = arith.constant 1.3 : f32
+    %B_m0 = arith.mulf %B_f0, %B_c0 : f32
+    %B_p1 = arith.addf %B_p0, %B_m0 : f32
+    %B_i1 = linalg.index 1 : index
+    %B_l1 = arith.index_cast %B_i1 : index to i64
+    %B_f1 = arith.sitofp %B_l1 : i64 to f32
+    %B_c1 = arith.constant 1.9 : f32
+    %B_m1 = arith.mulf %B_f1, %B_c1 : f32
+    %B_p2 = arith.addf %B_p1, %B_m1 : f32
+    %B_s = math.sin %B_p2 : f32
+    %B_k = math.cos %B_p2 : f32
+    %B_u = arith.mulf %B_x, %B_s : f32
+    %B_v = arith.mulf %B_y, %B_k : f32
+    %B_w = arith.addf %B_u, %B_v : f32
+    linalg.yield %B_w : f32
+  } -> tensor<4x5xf32>
+  %Ad = tensor.cast %A : tensor<3x4xf32> to tensor<?x?xf32>
+  %Bd = tensor.cast %B : tensor<4x5xf32> to tensor<?x?xf32>
+  %i0 = arith.constant 0 : index
+  %i1 = arith.constant 1 : index
+  %d0 = tensor.dim %Ad, %i0 : tensor<?x?xf32>
+  %d1 = tensor.dim %Bd, %i1 : tensor<?x?xf32>
+  %Oz = arith.constant 0.0 : f32
+  %Oe = tensor.empty(%d0, %d1) : tensor<?x?xf32>
+  %O = linalg.fill ins(%Oz : f32) outs(%Oe : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %C = linalg.matmul ins(%Ad, %Bd : tensor<?x?xf32>, tensor<?x?xf32>) outs(%O : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %l_zero = arith.constant 0.0 : f32
+  %l_e = tensor.empty() : tensor<f32>
+  %l_init = linalg.fill ins(%l_zero : f32) outs(%l_e : tensor<f32>) -> tensor<f32>
+  %l_sum = linalg.reduce ins(%C : tensor<?x?xf32>) outs(%l_init : tensor<f32>) dimensions = [0, 1]
+    (%l_in: f32, %l_acc: f32) {
+      %l_third = arith.constant 0.3333 : f32
+      %l_s = math.sin %l_in : f32
+      %l_q = arith.mulf %l_in, %l_in : f32
+      %l_q3 = arith.mulf %l_q, %l_third : f32
+      %l_v = arith.addf %l_s, %l_q3 : f32
+      %l_n = arith.addf %l_acc, %l_v : f32
+      linalg.yield %l_n : f32
+    }
+  %r = tensor.extract %l_sum[] : tensor<f32>
+  return %r : f32
+}
+
+func.func @case_matmul_dynamic_ref(%a: f64, %b: f64) -> f64 {
+  %A_e = tensor.empty() : tensor<3x4xf64>
+  %A = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%A_e : tensor<3x4xf64>) {
+  ^bb0(%A_x: f64, %A_y: f64, %A_o: f64):
+    %A_p0 = arith.constant 0.25 : f64
+    %A_i0 = linalg.index 0 : index
+    %A_l0 = arith.index_cast %A_i0 : index to i64
+    %A_f0 = arith.sitofp %A_l0 : i64 to f64
+    %A_c0 = arith.constant 1.3 : f64
+    %A_m0 = arith.mulf %A_f0, %A_c0 : f64
+    %A_p1 = arith.addf %A_p0, %A_m0 : f64
+    %A_i1 = linalg.index 1 : index
+    %A_l1 = arith.index_cast %A_i1 : index to i64
+    %A_f1 = arith.sitofp %A_l1 : i64 to f64
+    %A_c1 = arith.constant 1.9 : f64
+    %A_m1 = arith.mulf %A_f1, %A_c1 : f64
+    %A_p2 = arith.addf %A_p1, %A_m1 : f64
+    %A_s = math.sin %A_p2 : f64
+    %A_k = math.cos %A_p2 : f64
+    %A_u = arith.mulf %A_x, %A_s : f64
+    %A_v = arith.mulf %A_y, %A_k : f64
+    %A_w = arith.addf %A_u, %A_v : f64
+    linalg.yield %A_w : f64
+  } -> tensor<3x4xf64>
+  %B_e = tensor.empty() : tensor<4x5xf64>
+  %B = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%b, %a : f64, f64) outs(%B_e : tensor<4x5xf64>) {
+  ^bb0(%B_x: f64, %B_y: f64, %B_o: f64):
+    %B_p0 = arith.constant 1.25 : f64
+    %B_i0 = linalg.index 0 : index
+    %B_l0 = arith.index_cast %B_i0 : index to i64
+    %B_f0 = arith.sitofp %B_l0 : i64 to f64
+    %B_c0 = arith.constant 1.3 : f64
+    %B_m0 = arith.mulf %B_f0, %B_c0 : f64
+    %B_p1 = arith.addf %B_p0, %B_m0 : f64
+    %B_i1 = linalg.index 1 : index
+    %B_l1 = arith.index_cast %B_i1 : index to i64
+    %B_f1 = arith.sitofp %B_l1 : i64 to f64
+    %B_c1 = arith.constant 1.9 : f64
+    %B_m1 = arith.mulf %B_f1, %B_c1 : f64
+    %B_p2 = arith.addf %B_p1, %B_m1 : f64
+    %B_s = math.sin %B_p2 : f64
+    %B_k = math.cos %B_p2 : f64
+    %B_u = arith.mulf %B_x, %B_s : f64
+    %B_v = arith.mulf %B_y, %B_k : f64
+    %B_w = arith.addf %B_u, %B_v : f64
+    linalg.yield %B_w : f64
+  } -> tensor<4x5xf64>
+  %Ad = tensor.cast %A : tensor<3x4xf64> to tensor<?x?xf64>
+  %Bd = tensor.cast %B : tensor<4x5xf64> to tensor<?x?xf64>
+  %i0 = arith.constant 0 : index
+  %i1 = arith.constant 1 : index
+  %d0 = tensor.dim %Ad, %i0 : tensor<?x?xf64>
+  %d1 = tensor.dim %Bd, %i1 : tensor<?x?xf64>
+  %Oz = arith.constant 0.0 : f64
+  %Oe = tensor.empty(%d0, %d1) : tensor<?x?xf64>
+  %O = linalg.fill ins(%Oz : f64) outs(%Oe : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %C = linalg.matmul ins(%Ad, %Bd : tensor<?x?xf64>, tensor<?x?xf64>) outs(%O : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<?x?xf64>) outs(%l_init : tensor<f64>) dimensions = [0, 1]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @check_matmul_dynamic(%point: i64, %p0: f64, %p1: f64) {
+  %x0 = arith.truncf %p0 : f64 to f32
+  %e0 = arith.extf %x0 : f32 to f64
+  %x1 = arith.truncf %p1 : f64 to f32
+  %e1 = arith.extf %x1 : f32 to f64
+  %g0, %g1 = ad.grad @case_matmul_dynamic(%x0, %x1) : (f32, f32) -> (f32, f32)
+  %tol = arith.constant 1.000000e-05 : f64
+  %gw0 = arith.extf %g0 : f32 to f64
+  %xp0, %xm0 = func.call @step(%e0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_matmul_dynamic_ref(%xp0, %e1) : (f64, f64) -> f64
+  %fm0 = func.call @case_matmul_dynamic_ref(%xm0, %e1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "matmul_dynamic p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%gw0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %gw1 = arith.extf %g1 : f32 to f64
+  %xp1, %xm1 = func.call @step(%e1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_matmul_dynamic_ref(%e0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_matmul_dynamic_ref(%e0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "matmul_dynamic p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%gw1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
+func.func @case_tensor_loop_insert(%a: f32, %b: f32) -> f32 {
+  %T0_z0 = arith.constant 0.0 : f32
+  %T0_ze = tensor.empty() : tensor<6xf32>
+  %T0 = linalg.fill ins(%T0_z0 : f32) outs(%T0_ze : tensor<6xf32>) -> tensor<6xf32>
+  %i0 = arith.constant 0 : index
+  %i1 = arith.constant 1 : index
+  %i6 = arith.constant 6 : index
+  %C = scf.for %i = %i0 to %i6 step %i1 iter_args(%acc = %T0) -> (tensor<6xf32>) {
+    %ii = arith.index_cast %i : index to i64
+    %fi = arith.sitofp %ii : i64 to f32
+    %v = arith.mulf %a, %fi : f32
+    %w = arith.addf %v, %b : f32
+    %s = math.sin %w : f32
+    %u = tensor.insert %s into %acc[%i] : tensor<6xf32>
+    scf.yield %u : tensor<6xf32>
+  }
+  %l_zero = arith.constant 0.0 : f32
+  %l_e = tensor.empty() : tensor<f32>
+  %l_init = linalg.fill ins(%l_zero : f32) outs(%l_e : tensor<f32>) -> tensor<f32>
+  %l_sum = linalg.reduce ins(%C : tensor<6xf32>) outs(%l_init : tensor<f32>) dimensions = [0]
+    (%l_in: f32, %l_acc: f32) {
+      %l_third = arith.constant 0.3333 : f32
+      %l_s = math.sin %l_in : f32
+      %l_q = arith.mulf %l_in, %l_in : f32
+      %l_q3 = arith.mulf %l_q, %l_third : f32
+      %l_v = arith.addf %l_s, %l_q3 : f32
+      %l_n = arith.addf %l_acc, %l_v : f32
+      linalg.yield %l_n : f32
+    }
+  %r = tensor.extract %l_sum[] : tensor<f32>
+  return %r : f32
+}
+
+func.func @case_tensor_loop_insert_ref(%a: f64, %b: f64) -> f64 {
+  %T0_z0 = arith.constant 0.0 : f64
+  %T0_ze = tensor.empty() : tensor<6xf64>
+  %T0 = linalg.fill ins(%T0_z0 : f64) outs(%T0_ze : tensor<6xf64>) -> tensor<6xf64>
+  %i0 = arith.constant 0 : index
+  %i1 = arith.constant 1 : index
+  %i6 = arith.constant 6 : index
+  %C = scf.for %i = %i0 to %i6 step %i1 iter_args(%acc = %T0) -> (tensor<6xf64>) {
+    %ii = arith.index_cast %i : index to i64
+    %fi = arith.sitofp %ii : i64 to f64
+    %v = arith.mulf %a, %fi : f64
+    %w = arith.addf %v, %b : f64
+    %s = math.sin %w : f64
+    %u = tensor.insert %s into %acc[%i] : tensor<6xf64>
+    scf.yield %u : tensor<6xf64>
+  }
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<6xf64>) outs(%l_init : tensor<f64>) dimensions = [0]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @check_tensor_loop_insert(%point: i64, %p0: f64, %p1: f64) {
+  %x0 = arith.truncf %p0 : f64 to f32
+  %e0 = arith.extf %x0 : f32 to f64
+  %x1 = arith.truncf %p1 : f64 to f32
+  %e1 = arith.extf %x1 : f32 to f64
+  %g0, %g1 = ad.grad @case_tensor_loop_insert(%x0, %x1) : (f32, f32) -> (f32, f32)
+  %tol = arith.constant 1.000000e-05 : f64
+  %gw0 = arith.extf %g0 : f32 to f64
+  %xp0, %xm0 = func.call @step(%e0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_tensor_loop_insert_ref(%xp0, %e1) : (f64, f64) -> f64
+  %fm0 = func.call @case_tensor_loop_insert_ref(%xm0, %e1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "tensor_loop_insert p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%gw0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %gw1 = arith.extf %g1 : f32 to f64
+  %xp1, %xm1 = func.call @step(%e1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_tensor_loop_insert_ref(%e0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_tensor_loop_insert_ref(%e0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "tensor_loop_insert p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%gw1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
 func.func @case_extract_insert(%a: f32, %b: f32) -> f32 {
   %A_e = tensor.empty() : tensor<2x3xf32>
   %A = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f32, f32) outs(%A_e : tensor<2x3xf32>) {
@@ -2797,6 +3075,22 @@ func.func @main() {
   %elementwise_1_1 = arith.constant 0.9 : f64
   %elementwise_1_id = arith.constant 1 : i64
   func.call @check_elementwise(%elementwise_1_id, %elementwise_1_0, %elementwise_1_1) : (i64, f64, f64) -> ()
+  %matmul_dynamic_0_0 = arith.constant 0.7 : f64
+  %matmul_dynamic_0_1 = arith.constant -0.4 : f64
+  %matmul_dynamic_0_id = arith.constant 0 : i64
+  func.call @check_matmul_dynamic(%matmul_dynamic_0_id, %matmul_dynamic_0_0, %matmul_dynamic_0_1) : (i64, f64, f64) -> ()
+  %matmul_dynamic_1_0 = arith.constant -0.3 : f64
+  %matmul_dynamic_1_1 = arith.constant 0.9 : f64
+  %matmul_dynamic_1_id = arith.constant 1 : i64
+  func.call @check_matmul_dynamic(%matmul_dynamic_1_id, %matmul_dynamic_1_0, %matmul_dynamic_1_1) : (i64, f64, f64) -> ()
+  %tensor_loop_insert_0_0 = arith.constant 0.7 : f64
+  %tensor_loop_insert_0_1 = arith.constant -0.4 : f64
+  %tensor_loop_insert_0_id = arith.constant 0 : i64
+  func.call @check_tensor_loop_insert(%tensor_loop_insert_0_id, %tensor_loop_insert_0_0, %tensor_loop_insert_0_1) : (i64, f64, f64) -> ()
+  %tensor_loop_insert_1_0 = arith.constant -0.3 : f64
+  %tensor_loop_insert_1_1 = arith.constant 0.9 : f64
+  %tensor_loop_insert_1_id = arith.constant 1 : i64
+  func.call @check_tensor_loop_insert(%tensor_loop_insert_1_id, %tensor_loop_insert_1_0, %tensor_loop_insert_1_1) : (i64, f64, f64) -> ()
   %extract_insert_0_0 = arith.constant 0.7 : f64
   %extract_insert_0_1 = arith.constant -0.4 : f64
   %extract_insert_0_id = arith.constant 0 : i64
@@ -2873,6 +3167,14 @@ func.func @main() {
 // CHECK: elementwise p0 db: ok
 // CHECK: elementwise p1 da: ok
 // CHECK: elementwise p1 db: ok
+// CHECK: matmul_dynamic p0 da: ok
+// CHECK: matmul_dynamic p0 db: ok
+// CHECK: matmul_dynamic p1 da: ok
+// CHECK: matmul_dynamic p1 db: ok
+// CHECK: tensor_loop_insert p0 da: ok
+// CHECK: tensor_loop_insert p0 db: ok
+// CHECK: tensor_loop_insert p1 da: ok
+// CHECK: tensor_loop_insert p1 db: ok
 // CHECK: extract_insert p0 da: ok
 // CHECK: extract_insert p0 db: ok
 // CHECK: extract_insert p1 da: ok

@@ -161,6 +161,10 @@ bool isDifferentiableType(Type type);
 Value createFilledConstant(OpBuilder &builder, Location loc, Type type,
                            double value);
 
+/// A zero of differentiable `type`; `like`, a value of that type, gives the
+/// dynamic sizes of a tensor (it may be null for static types).
+Value createZerosLike(OpBuilder &builder, Location loc, Type type, Value like);
+
 /// `lhs + rhs` for cotangents of differentiable type.
 Value createCotangentAdd(OpBuilder &builder, Location loc, Value lhs,
                          Value rhs);
