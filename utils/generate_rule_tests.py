@@ -797,6 +797,24 @@ TENSORS = {
          "  scf.yield %u : tensor<6x{t}>",
          "}}"] +
         loss("C", [6])),
+    "slices": tensor_case(
+        build("A", [4, 5], "a", "b", 0) + build("B", [2, 3], "b", "a", 1) +
+        ["%S = tensor.extract_slice %A[1, 1] [2, 3] [1, 1] : tensor<4x5x{t}> to tensor<2x3x{t}>",
+         "%P = arith.mulf %S, %B : tensor<2x3x{t}>",
+         "%C = tensor.insert_slice %P into %A[2, 0] [2, 3] [1, 2] : tensor<2x3x{t}> into tensor<4x5x{t}>"] +
+        loss("C", [4, 5])),
+    "splat_from_elements": tensor_case(
+        ["%ab = arith.mulf %a, %b : {t}",
+         "%S = tensor.splat %ab : tensor<2x3x{t}>",
+         "%F = tensor.from_elements %a, %b, %ab, %a, %ab, %b : tensor<2x3x{t}>",
+         "%C = arith.mulf %S, %F : tensor<2x3x{t}>"] +
+        loss("C", [2, 3])),
+    "reshapes": tensor_case(
+        build("A", [2, 6], "a", "b", 0) +
+        ["%E = tensor.expand_shape %A [[0], [1, 2]] output_shape [2, 2, 3] : tensor<2x6x{t}> into tensor<2x2x3x{t}>",
+         "%M = math.tanh %E : tensor<2x2x3x{t}>",
+         "%C = tensor.collapse_shape %M [[0, 1], [2]] : tensor<2x2x3x{t}> into tensor<4x3x{t}>"] +
+        loss("C", [4, 3])),
     "extract_insert": tensor_case(
         build("A", [2, 3], "a", "b", 0) +
         ["%i0 = arith.constant 0 : index",

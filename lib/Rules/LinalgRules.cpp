@@ -9,8 +9,8 @@
 // ops backwards. Named linalg ops reach this rule through upstream
 // linalg-generalize-named-ops (ad-differentiate runs it).
 //
-// tensor.extract and tensor.insert move one element's cotangent; tensor.cast
-// casts it back.
+// tensor ops move cotangents the way the op moves values: extract/insert
+// and their slice forms, splat (sum), from_elements, reshapes, cast.
 //
 //===----------------------------------------------------------------------===//
 
@@ -322,6 +322,165 @@ struct InsertRule
   }
 };
 
+/// `values` with each Value mapped to its primal in the pullback.
+static SmallVector<OpFoldResult> primalsOf(ArrayRef<OpFoldResult> values,
+                                           ReverseEmitter &emitter) {
+  SmallVector<OpFoldResult> mapped;
+  for (OpFoldResult value : values) {
+    if (auto dynamic = dyn_cast<Value>(value))
+      mapped.push_back(emitter.getPrimal(dynamic));
+    else
+      mapped.push_back(value);
+  }
+  return mapped;
+}
+
+/// The sum of all elements of `tensor`, as a scalar.
+static Value sumAll(OpBuilder &b, Location loc, Value tensor) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  Type element = type.getElementType();
+  auto scalarType = RankedTensorType::get({}, element);
+  Value init = createZerosLike(b, loc, scalarType, Value());
+  MLIRContext *context = b.getContext();
+  unsigned rank = type.getRank();
+  SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, context),
+                                 AffineMap::get(rank, 0, {}, context)};
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::reduction);
+  auto sum = linalg::GenericOp::create(
+      b, loc, TypeRange{scalarType}, ValueRange{tensor}, ValueRange{init}, maps,
+      iterators, [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+        Value added = arith::AddFOp::create(nested, nestedLoc, args[1], args[0]);
+        linalg::YieldOp::create(nested, nestedLoc, added);
+      });
+  return tensor::ExtractOp::create(b, loc, sum.getResult(0), ValueRange());
+}
+
+/// tensor.extract_slice: the slice's cotangent goes back where it came from.
+struct ExtractSliceRule
+    : ReverseRuleOpInterface::ExternalModel<ExtractSliceRule,
+                                            tensor::ExtractSliceOp> {
+  LogicalResult emitReverse(Operation *op, ReverseEmitter &emitter) const {
+    auto slice = cast<tensor::ExtractSliceOp>(op);
+    OpBuilder &b = emitter.getBuilder();
+    Location loc = slice.getLoc();
+    Value source = emitter.getPrimal(slice.getSource());
+    Value zeros = createZerosLike(b, loc, slice.getSourceType(), source);
+    Value placed = tensor::InsertSliceOp::create(
+        b, loc, emitter.getCotangent(slice.getResult()), zeros,
+        primalsOf(slice.getMixedOffsets(), emitter),
+        primalsOf(slice.getMixedSizes(), emitter),
+        primalsOf(slice.getMixedStrides(), emitter));
+    emitter.addCotangent(slice.getSource(), placed);
+    return success();
+  }
+};
+
+/// tensor.insert_slice: the slice's part of the cotangent goes to the
+/// source, the rest to the destination.
+struct InsertSliceRule
+    : ReverseRuleOpInterface::ExternalModel<InsertSliceRule,
+                                            tensor::InsertSliceOp> {
+  LogicalResult emitReverse(Operation *op, ReverseEmitter &emitter) const {
+    auto insert = cast<tensor::InsertSliceOp>(op);
+    OpBuilder &b = emitter.getBuilder();
+    Location loc = insert.getLoc();
+    Value cotangent = emitter.getCotangent(insert.getResult());
+    SmallVector<OpFoldResult> offsets =
+        primalsOf(insert.getMixedOffsets(), emitter);
+    SmallVector<OpFoldResult> sizes = primalsOf(insert.getMixedSizes(), emitter);
+    SmallVector<OpFoldResult> strides =
+        primalsOf(insert.getMixedStrides(), emitter);
+    if (emitter.isActive(insert.getSource()))
+      emitter.addCotangent(
+          insert.getSource(),
+          tensor::ExtractSliceOp::create(b, loc, insert.getSourceType(),
+                                         cotangent, offsets, sizes, strides));
+    if (emitter.isActive(insert.getDest())) {
+      Value source = emitter.getPrimal(insert.getSource());
+      Value zeros = createZerosLike(b, loc, insert.getSourceType(), source);
+      emitter.addCotangent(insert.getDest(),
+                           tensor::InsertSliceOp::create(b, loc, zeros,
+                                                         cotangent, offsets,
+                                                         sizes, strides));
+    }
+    return success();
+  }
+};
+
+/// tensor.splat: the scalar gets the sum of the cotangent.
+struct SplatRule
+    : ReverseRuleOpInterface::ExternalModel<SplatRule, tensor::SplatOp> {
+  LogicalResult emitReverse(Operation *op, ReverseEmitter &emitter) const {
+    auto splat = cast<tensor::SplatOp>(op);
+    emitter.addCotangent(splat.getInput(),
+                         sumAll(emitter.getBuilder(), splat.getLoc(),
+                                emitter.getCotangent(splat.getResult())));
+    return success();
+  }
+};
+
+/// tensor.from_elements: each scalar gets its element's cotangent.
+struct FromElementsRule
+    : ReverseRuleOpInterface::ExternalModel<FromElementsRule,
+                                            tensor::FromElementsOp> {
+  LogicalResult emitReverse(Operation *op, ReverseEmitter &emitter) const {
+    auto fromElements = cast<tensor::FromElementsOp>(op);
+    OpBuilder &b = emitter.getBuilder();
+    Location loc = fromElements.getLoc();
+    Value cotangent = emitter.getCotangent(fromElements.getResult());
+    ArrayRef<int64_t> shape = fromElements.getType().getShape();
+    for (auto [linear, element] :
+         llvm::enumerate(fromElements.getElements())) {
+      if (!emitter.isActive(element))
+        continue;
+      SmallVector<Value> indices(shape.size());
+      int64_t rest = linear;
+      for (int dim = shape.size() - 1; dim >= 0; --dim) {
+        indices[dim] = arith::ConstantIndexOp::create(b, loc, rest % shape[dim]);
+        rest /= shape[dim];
+      }
+      emitter.addCotangent(element,
+                           tensor::ExtractOp::create(b, loc, cotangent, indices));
+    }
+    return success();
+  }
+};
+
+/// tensor.expand_shape and tensor.collapse_shape: reshape the cotangent back.
+struct ExpandShapeRule
+    : ReverseRuleOpInterface::ExternalModel<ExpandShapeRule,
+                                            tensor::ExpandShapeOp> {
+  LogicalResult emitReverse(Operation *op, ReverseEmitter &emitter) const {
+    auto expand = cast<tensor::ExpandShapeOp>(op);
+    emitter.addCotangent(
+        expand.getSrc(),
+        tensor::CollapseShapeOp::create(
+            emitter.getBuilder(), expand.getLoc(), expand.getSrcType(),
+            emitter.getCotangent(expand.getResult()),
+            expand.getReassociationIndices()));
+    return success();
+  }
+};
+
+struct CollapseShapeRule
+    : ReverseRuleOpInterface::ExternalModel<CollapseShapeRule,
+                                            tensor::CollapseShapeOp> {
+  LogicalResult emitReverse(Operation *op, ReverseEmitter &emitter) const {
+    auto collapse = cast<tensor::CollapseShapeOp>(op);
+    if (!collapse.getSrcType().hasStaticShape())
+      return collapse.emitError("cannot differentiate a tensor.collapse_shape "
+                                "of a dynamically shaped tensor yet");
+    emitter.addCotangent(
+        collapse.getSrc(),
+        tensor::ExpandShapeOp::create(
+            emitter.getBuilder(), collapse.getLoc(), collapse.getSrcType(),
+            emitter.getCotangent(collapse.getResult()),
+            collapse.getReassociationIndices()));
+    return success();
+  }
+};
+
 /// tensor.cast only changes what is known of the shape: cast back.
 struct CastRule
     : ReverseRuleOpInterface::ExternalModel<CastRule, tensor::CastOp> {
@@ -347,5 +506,11 @@ void mlir::ad::registerLinalgReverseRules(DialectRegistry &registry) {
     tensor::ExtractOp::attachInterface<ExtractRule>(*context);
     tensor::InsertOp::attachInterface<InsertRule>(*context);
     tensor::CastOp::attachInterface<CastRule>(*context);
+    tensor::ExtractSliceOp::attachInterface<ExtractSliceRule>(*context);
+    tensor::InsertSliceOp::attachInterface<InsertSliceRule>(*context);
+    tensor::SplatOp::attachInterface<SplatRule>(*context);
+    tensor::FromElementsOp::attachInterface<FromElementsRule>(*context);
+    tensor::ExpandShapeOp::attachInterface<ExpandShapeRule>(*context);
+    tensor::CollapseShapeOp::attachInterface<CollapseShapeRule>(*context);
   });
 }

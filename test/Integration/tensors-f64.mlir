@@ -2677,6 +2677,350 @@ func.func @check_tensor_loop_insert(%point: i64, %p0: f64, %p1: f64) {
   return
 }
 
+func.func @case_slices(%a: f64, %b: f64) -> f64 {
+  %A_e = tensor.empty() : tensor<4x5xf64>
+  %A = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%A_e : tensor<4x5xf64>) {
+  ^bb0(%A_x: f64, %A_y: f64, %A_o: f64):
+    %A_p0 = arith.constant 0.25 : f64
+    %A_i0 = linalg.index 0 : index
+    %A_l0 = arith.index_cast %A_i0 : index to i64
+    %A_f0 = arith.sitofp %A_l0 : i64 to f64
+    %A_c0 = arith.constant 1.3 : f64
+    %A_m0 = arith.mulf %A_f0, %A_c0 : f64
+    %A_p1 = arith.addf %A_p0, %A_m0 : f64
+    %A_i1 = linalg.index 1 : index
+    %A_l1 = arith.index_cast %A_i1 : index to i64
+    %A_f1 = arith.sitofp %A_l1 : i64 to f64
+    %A_c1 = arith.constant 1.9 : f64
+    %A_m1 = arith.mulf %A_f1, %A_c1 : f64
+    %A_p2 = arith.addf %A_p1, %A_m1 : f64
+    %A_s = math.sin %A_p2 : f64
+    %A_k = math.cos %A_p2 : f64
+    %A_u = arith.mulf %A_x, %A_s : f64
+    %A_v = arith.mulf %A_y, %A_k : f64
+    %A_w = arith.addf %A_u, %A_v : f64
+    linalg.yield %A_w : f64
+  } -> tensor<4x5xf64>
+  %B_e = tensor.empty() : tensor<2x3xf64>
+  %B = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%b, %a : f64, f64) outs(%B_e : tensor<2x3xf64>) {
+  ^bb0(%B_x: f64, %B_y: f64, %B_o: f64):
+    %B_p0 = arith.constant 1.25 : f64
+    %B_i0 = linalg.index 0 : index
+    %B_l0 = arith.index_cast %B_i0 : index to i64
+    %B_f0 = arith.sitofp %B_l0 : i64 to f64
+    %B_c0 = arith.constant 1.3 : f64
+    %B_m0 = arith.mulf %B_f0, %B_c0 : f64
+    %B_p1 = arith.addf %B_p0, %B_m0 : f64
+    %B_i1 = linalg.index 1 : index
+    %B_l1 = arith.index_cast %B_i1 : index to i64
+    %B_f1 = arith.sitofp %B_l1 : i64 to f64
+    %B_c1 = arith.constant 1.9 : f64
+    %B_m1 = arith.mulf %B_f1, %B_c1 : f64
+    %B_p2 = arith.addf %B_p1, %B_m1 : f64
+    %B_s = math.sin %B_p2 : f64
+    %B_k = math.cos %B_p2 : f64
+    %B_u = arith.mulf %B_x, %B_s : f64
+    %B_v = arith.mulf %B_y, %B_k : f64
+    %B_w = arith.addf %B_u, %B_v : f64
+    linalg.yield %B_w : f64
+  } -> tensor<2x3xf64>
+  %S = tensor.extract_slice %A[1, 1] [2, 3] [1, 1] : tensor<4x5xf64> to tensor<2x3xf64>
+  %P = arith.mulf %S, %B : tensor<2x3xf64>
+  %C = tensor.insert_slice %P into %A[2, 0] [2, 3] [1, 2] : tensor<2x3xf64> into tensor<4x5xf64>
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<4x5xf64>) outs(%l_init : tensor<f64>) dimensions = [0, 1]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @case_slices_ref(%a: f64, %b: f64) -> f64 {
+  %A_e = tensor.empty() : tensor<4x5xf64>
+  %A = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%A_e : tensor<4x5xf64>) {
+  ^bb0(%A_x: f64, %A_y: f64, %A_o: f64):
+    %A_p0 = arith.constant 0.25 : f64
+    %A_i0 = linalg.index 0 : index
+    %A_l0 = arith.index_cast %A_i0 : index to i64
+    %A_f0 = arith.sitofp %A_l0 : i64 to f64
+    %A_c0 = arith.constant 1.3 : f64
+    %A_m0 = arith.mulf %A_f0, %A_c0 : f64
+    %A_p1 = arith.addf %A_p0, %A_m0 : f64
+    %A_i1 = linalg.index 1 : index
+    %A_l1 = arith.index_cast %A_i1 : index to i64
+    %A_f1 = arith.sitofp %A_l1 : i64 to f64
+    %A_c1 = arith.constant 1.9 : f64
+    %A_m1 = arith.mulf %A_f1, %A_c1 : f64
+    %A_p2 = arith.addf %A_p1, %A_m1 : f64
+    %A_s = math.sin %A_p2 : f64
+    %A_k = math.cos %A_p2 : f64
+    %A_u = arith.mulf %A_x, %A_s : f64
+    %A_v = arith.mulf %A_y, %A_k : f64
+    %A_w = arith.addf %A_u, %A_v : f64
+    linalg.yield %A_w : f64
+  } -> tensor<4x5xf64>
+  %B_e = tensor.empty() : tensor<2x3xf64>
+  %B = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%b, %a : f64, f64) outs(%B_e : tensor<2x3xf64>) {
+  ^bb0(%B_x: f64, %B_y: f64, %B_o: f64):
+    %B_p0 = arith.constant 1.25 : f64
+    %B_i0 = linalg.index 0 : index
+    %B_l0 = arith.index_cast %B_i0 : index to i64
+    %B_f0 = arith.sitofp %B_l0 : i64 to f64
+    %B_c0 = arith.constant 1.3 : f64
+    %B_m0 = arith.mulf %B_f0, %B_c0 : f64
+    %B_p1 = arith.addf %B_p0, %B_m0 : f64
+    %B_i1 = linalg.index 1 : index
+    %B_l1 = arith.index_cast %B_i1 : index to i64
+    %B_f1 = arith.sitofp %B_l1 : i64 to f64
+    %B_c1 = arith.constant 1.9 : f64
+    %B_m1 = arith.mulf %B_f1, %B_c1 : f64
+    %B_p2 = arith.addf %B_p1, %B_m1 : f64
+    %B_s = math.sin %B_p2 : f64
+    %B_k = math.cos %B_p2 : f64
+    %B_u = arith.mulf %B_x, %B_s : f64
+    %B_v = arith.mulf %B_y, %B_k : f64
+    %B_w = arith.addf %B_u, %B_v : f64
+    linalg.yield %B_w : f64
+  } -> tensor<2x3xf64>
+  %S = tensor.extract_slice %A[1, 1] [2, 3] [1, 1] : tensor<4x5xf64> to tensor<2x3xf64>
+  %P = arith.mulf %S, %B : tensor<2x3xf64>
+  %C = tensor.insert_slice %P into %A[2, 0] [2, 3] [1, 2] : tensor<2x3xf64> into tensor<4x5xf64>
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<4x5xf64>) outs(%l_init : tensor<f64>) dimensions = [0, 1]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @check_slices(%point: i64, %p0: f64, %p1: f64) {
+  %g0, %g1 = ad.grad @case_slices(%p0, %p1) : (f64, f64) -> (f64, f64)
+  %tol = arith.constant 1.000000e-06 : f64
+  %xp0, %xm0 = func.call @step(%p0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_slices_ref(%xp0, %p1) : (f64, f64) -> f64
+  %fm0 = func.call @case_slices_ref(%xm0, %p1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "slices p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%g0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %xp1, %xm1 = func.call @step(%p1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_slices_ref(%p0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_slices_ref(%p0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "slices p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%g1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
+func.func @case_splat_from_elements(%a: f64, %b: f64) -> f64 {
+  %ab = arith.mulf %a, %b : f64
+  %S = tensor.splat %ab : tensor<2x3xf64>
+  %F = tensor.from_elements %a, %b, %ab, %a, %ab, %b : tensor<2x3xf64>
+  %C = arith.mulf %S, %F : tensor<2x3xf64>
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<2x3xf64>) outs(%l_init : tensor<f64>) dimensions = [0, 1]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @case_splat_from_elements_ref(%a: f64, %b: f64) -> f64 {
+  %ab = arith.mulf %a, %b : f64
+  %S = tensor.splat %ab : tensor<2x3xf64>
+  %F = tensor.from_elements %a, %b, %ab, %a, %ab, %b : tensor<2x3xf64>
+  %C = arith.mulf %S, %F : tensor<2x3xf64>
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<2x3xf64>) outs(%l_init : tensor<f64>) dimensions = [0, 1]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @check_splat_from_elements(%point: i64, %p0: f64, %p1: f64) {
+  %g0, %g1 = ad.grad @case_splat_from_elements(%p0, %p1) : (f64, f64) -> (f64, f64)
+  %tol = arith.constant 1.000000e-06 : f64
+  %xp0, %xm0 = func.call @step(%p0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_splat_from_elements_ref(%xp0, %p1) : (f64, f64) -> f64
+  %fm0 = func.call @case_splat_from_elements_ref(%xm0, %p1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "splat_from_elements p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%g0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %xp1, %xm1 = func.call @step(%p1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_splat_from_elements_ref(%p0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_splat_from_elements_ref(%p0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "splat_from_elements p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%g1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
+func.func @case_reshapes(%a: f64, %b: f64) -> f64 {
+  %A_e = tensor.empty() : tensor<2x6xf64>
+  %A = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%A_e : tensor<2x6xf64>) {
+  ^bb0(%A_x: f64, %A_y: f64, %A_o: f64):
+    %A_p0 = arith.constant 0.25 : f64
+    %A_i0 = linalg.index 0 : index
+    %A_l0 = arith.index_cast %A_i0 : index to i64
+    %A_f0 = arith.sitofp %A_l0 : i64 to f64
+    %A_c0 = arith.constant 1.3 : f64
+    %A_m0 = arith.mulf %A_f0, %A_c0 : f64
+    %A_p1 = arith.addf %A_p0, %A_m0 : f64
+    %A_i1 = linalg.index 1 : index
+    %A_l1 = arith.index_cast %A_i1 : index to i64
+    %A_f1 = arith.sitofp %A_l1 : i64 to f64
+    %A_c1 = arith.constant 1.9 : f64
+    %A_m1 = arith.mulf %A_f1, %A_c1 : f64
+    %A_p2 = arith.addf %A_p1, %A_m1 : f64
+    %A_s = math.sin %A_p2 : f64
+    %A_k = math.cos %A_p2 : f64
+    %A_u = arith.mulf %A_x, %A_s : f64
+    %A_v = arith.mulf %A_y, %A_k : f64
+    %A_w = arith.addf %A_u, %A_v : f64
+    linalg.yield %A_w : f64
+  } -> tensor<2x6xf64>
+  %E = tensor.expand_shape %A [[0], [1, 2]] output_shape [2, 2, 3] : tensor<2x6xf64> into tensor<2x2x3xf64>
+  %M = math.tanh %E : tensor<2x2x3xf64>
+  %C = tensor.collapse_shape %M [[0, 1], [2]] : tensor<2x2x3xf64> into tensor<4x3xf64>
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<4x3xf64>) outs(%l_init : tensor<f64>) dimensions = [0, 1]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @case_reshapes_ref(%a: f64, %b: f64) -> f64 {
+  %A_e = tensor.empty() : tensor<2x6xf64>
+  %A = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%A_e : tensor<2x6xf64>) {
+  ^bb0(%A_x: f64, %A_y: f64, %A_o: f64):
+    %A_p0 = arith.constant 0.25 : f64
+    %A_i0 = linalg.index 0 : index
+    %A_l0 = arith.index_cast %A_i0 : index to i64
+    %A_f0 = arith.sitofp %A_l0 : i64 to f64
+    %A_c0 = arith.constant 1.3 : f64
+    %A_m0 = arith.mulf %A_f0, %A_c0 : f64
+    %A_p1 = arith.addf %A_p0, %A_m0 : f64
+    %A_i1 = linalg.index 1 : index
+    %A_l1 = arith.index_cast %A_i1 : index to i64
+    %A_f1 = arith.sitofp %A_l1 : i64 to f64
+    %A_c1 = arith.constant 1.9 : f64
+    %A_m1 = arith.mulf %A_f1, %A_c1 : f64
+    %A_p2 = arith.addf %A_p1, %A_m1 : f64
+    %A_s = math.sin %A_p2 : f64
+    %A_k = math.cos %A_p2 : f64
+    %A_u = arith.mulf %A_x, %A_s : f64
+    %A_v = arith.mulf %A_y, %A_k : f64
+    %A_w = arith.addf %A_u, %A_v : f64
+    linalg.yield %A_w : f64
+  } -> tensor<2x6xf64>
+  %E = tensor.expand_shape %A [[0], [1, 2]] output_shape [2, 2, 3] : tensor<2x6xf64> into tensor<2x2x3xf64>
+  %M = math.tanh %E : tensor<2x2x3xf64>
+  %C = tensor.collapse_shape %M [[0, 1], [2]] : tensor<2x2x3xf64> into tensor<4x3xf64>
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<4x3xf64>) outs(%l_init : tensor<f64>) dimensions = [0, 1]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @check_reshapes(%point: i64, %p0: f64, %p1: f64) {
+  %g0, %g1 = ad.grad @case_reshapes(%p0, %p1) : (f64, f64) -> (f64, f64)
+  %tol = arith.constant 1.000000e-06 : f64
+  %xp0, %xm0 = func.call @step(%p0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_reshapes_ref(%xp0, %p1) : (f64, f64) -> f64
+  %fm0 = func.call @case_reshapes_ref(%xm0, %p1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "reshapes p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%g0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %xp1, %xm1 = func.call @step(%p1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_reshapes_ref(%p0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_reshapes_ref(%p0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "reshapes p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%g1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
 func.func @case_extract_insert(%a: f64, %b: f64) -> f64 {
   %A_e = tensor.empty() : tensor<2x3xf64>
   %A = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%A_e : tensor<2x3xf64>) {
@@ -2977,6 +3321,30 @@ func.func @main() {
   %tensor_loop_insert_1_1 = arith.constant 0.9 : f64
   %tensor_loop_insert_1_id = arith.constant 1 : i64
   func.call @check_tensor_loop_insert(%tensor_loop_insert_1_id, %tensor_loop_insert_1_0, %tensor_loop_insert_1_1) : (i64, f64, f64) -> ()
+  %slices_0_0 = arith.constant 0.7 : f64
+  %slices_0_1 = arith.constant -0.4 : f64
+  %slices_0_id = arith.constant 0 : i64
+  func.call @check_slices(%slices_0_id, %slices_0_0, %slices_0_1) : (i64, f64, f64) -> ()
+  %slices_1_0 = arith.constant -0.3 : f64
+  %slices_1_1 = arith.constant 0.9 : f64
+  %slices_1_id = arith.constant 1 : i64
+  func.call @check_slices(%slices_1_id, %slices_1_0, %slices_1_1) : (i64, f64, f64) -> ()
+  %splat_from_elements_0_0 = arith.constant 0.7 : f64
+  %splat_from_elements_0_1 = arith.constant -0.4 : f64
+  %splat_from_elements_0_id = arith.constant 0 : i64
+  func.call @check_splat_from_elements(%splat_from_elements_0_id, %splat_from_elements_0_0, %splat_from_elements_0_1) : (i64, f64, f64) -> ()
+  %splat_from_elements_1_0 = arith.constant -0.3 : f64
+  %splat_from_elements_1_1 = arith.constant 0.9 : f64
+  %splat_from_elements_1_id = arith.constant 1 : i64
+  func.call @check_splat_from_elements(%splat_from_elements_1_id, %splat_from_elements_1_0, %splat_from_elements_1_1) : (i64, f64, f64) -> ()
+  %reshapes_0_0 = arith.constant 0.7 : f64
+  %reshapes_0_1 = arith.constant -0.4 : f64
+  %reshapes_0_id = arith.constant 0 : i64
+  func.call @check_reshapes(%reshapes_0_id, %reshapes_0_0, %reshapes_0_1) : (i64, f64, f64) -> ()
+  %reshapes_1_0 = arith.constant -0.3 : f64
+  %reshapes_1_1 = arith.constant 0.9 : f64
+  %reshapes_1_id = arith.constant 1 : i64
+  func.call @check_reshapes(%reshapes_1_id, %reshapes_1_0, %reshapes_1_1) : (i64, f64, f64) -> ()
   %extract_insert_0_0 = arith.constant 0.7 : f64
   %extract_insert_0_1 = arith.constant -0.4 : f64
   %extract_insert_0_id = arith.constant 0 : i64
@@ -3061,6 +3429,18 @@ func.func @main() {
 // CHECK: tensor_loop_insert p0 db: ok
 // CHECK: tensor_loop_insert p1 da: ok
 // CHECK: tensor_loop_insert p1 db: ok
+// CHECK: slices p0 da: ok
+// CHECK: slices p0 db: ok
+// CHECK: slices p1 da: ok
+// CHECK: slices p1 db: ok
+// CHECK: splat_from_elements p0 da: ok
+// CHECK: splat_from_elements p0 db: ok
+// CHECK: splat_from_elements p1 da: ok
+// CHECK: splat_from_elements p1 db: ok
+// CHECK: reshapes p0 da: ok
+// CHECK: reshapes p0 db: ok
+// CHECK: reshapes p1 da: ok
+// CHECK: reshapes p1 db: ok
 // CHECK: extract_insert p0 da: ok
 // CHECK: extract_insert p0 db: ok
 // CHECK: extract_insert p1 da: ok
