@@ -760,6 +760,23 @@ TENSORS = {
         ["%W = tensor.empty() : tensor<2x2x{t}>"] + zeros("O", [1, 3, 3, 2]) +
         ["%C = linalg.pooling_nhwc_sum {{dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}} ins(%I, %W : tensor<1x4x4x2x{t}>, tensor<2x2x{t}>) outs(%O : tensor<1x3x3x2x{t}>) -> tensor<1x3x3x2x{t}>"] +
         loss("C", [1, 3, 3, 2])),
+    "pooling_nhwc_max": tensor_case(
+        build("I", [1, 4, 4, 2], "a", "b", 0) +
+        ["%W = tensor.empty() : tensor<2x2x{t}>",
+         "%low = arith.constant -1.0e30 : {t}",
+         "%Oe = tensor.empty() : tensor<1x3x3x2x{t}>",
+         "%O = linalg.fill ins(%low : {t}) outs(%Oe : tensor<1x3x3x2x{t}>) -> tensor<1x3x3x2x{t}>",
+         "%C = linalg.pooling_nhwc_max {{dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}} ins(%I, %W : tensor<1x4x4x2x{t}>, tensor<2x2x{t}>) outs(%O : tensor<1x3x3x2x{t}>) -> tensor<1x3x3x2x{t}>"] +
+        loss("C", [1, 3, 3, 2])),
+    # A max-reduction whose init takes part (it wins in some rows).
+    "reduce_max": tensor_case(
+        build("A", [3, 4], "a", "b", 0) + build("B", [3], "b", "a", 1) +
+        ["%C = linalg.reduce ins(%A : tensor<3x4x{t}>) outs(%B : tensor<3x{t}>) dimensions = [1]",
+         "  (%r_in: {t}, %r_acc: {t}) {{",
+         "    %r_m = arith.maximumf %r_in, %r_acc : {t}",
+         "    linalg.yield %r_m : {t}",
+         "  }}"] +
+        loss("C", [3])),
     # arith and math applied to whole tensors.
     "elementwise": tensor_case(
         build("A", [2, 3], "a", "b", 0) + build("B", [2, 3], "b", "a", 1) +

@@ -123,14 +123,22 @@ private:
   DenseMap<Value, Value> cotangents;
 };
 
-/// Checks what the rule supports: every output block argument is either
-/// unused (then no loop reduces) or only accumulated into, `out + expr`.
-static LogicalResult checkAccumulatingOutputs(linalg::GenericOp generic) {
+/// How an output of a linalg.generic combines its block argument (the value
+/// so far) with what an iteration computes.
+enum class Combiner { Overwrite, Sum, Select };
+
+/// The combiner of each output, or failure (with a diagnostic) for forms the
+/// rule does not support: an output is overwritten (then no loop reduces),
+/// summed (`out + expr`, matmul, sum pooling) or selected (`max(out, expr)`
+/// and the like, max pooling).
+static FailureOr<SmallVector<Combiner>>
+classifyOutputs(linalg::GenericOp generic) {
   Block &body = *generic.getBody();
   Operation *yield = body.getTerminator();
   bool reduces = llvm::any_of(generic.getIteratorTypesArray(), [](auto type) {
     return type == utils::IteratorType::reduction;
   });
+  SmallVector<Combiner> combiners;
   for (auto [index, output] :
        llvm::enumerate(generic.getRegionOutputArgs())) {
     if (output.use_empty()) {
@@ -138,16 +146,33 @@ static LogicalResult checkAccumulatingOutputs(linalg::GenericOp generic) {
         return generic.emitError(
             "cannot differentiate a reducing linalg.generic that overwrites "
             "its output");
+      combiners.push_back(Combiner::Overwrite);
       continue;
     }
-    auto add = dyn_cast<arith::AddFOp>(*output.user_begin());
-    if (!output.hasOneUse() || !add || !add->hasOneUse() ||
-        yield->getOperand(index) != add.getResult())
-      return generic.emitError(
-          "cannot differentiate this linalg.generic yet: its output is "
-          "combined with something other than a sum");
+    Operation *combine = *output.user_begin();
+    bool single = output.hasOneUse() && combine->hasOneUse() &&
+                  combine->getNumOperands() == 2 &&
+                  yield->getOperand(index) == combine->getResult(0);
+    if (single && isa<arith::AddFOp>(combine)) {
+      combiners.push_back(Combiner::Sum);
+      continue;
+    }
+    if (single && isa<arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp,
+                      arith::MinNumFOp>(combine)) {
+      combiners.push_back(Combiner::Select);
+      continue;
+    }
+    return generic.emitError(
+        "cannot differentiate this linalg.generic yet: its output is "
+        "combined with something other than a sum, max or min");
   }
-  return success();
+  return combiners;
+}
+
+/// The operand of `combine` that is not the output block argument.
+static Value combinedValue(Operation *combine, BlockArgument output) {
+  return combine->getOperand(0) == output ? combine->getOperand(1)
+                                          : combine->getOperand(0);
 }
 
 struct GenericRule
@@ -157,7 +182,8 @@ struct GenericRule
     if (!generic.hasPureTensorSemantics())
       return generic.emitError("cannot differentiate a linalg.generic on "
                                "buffers; differentiate before bufferization");
-    if (failed(checkAccumulatingOutputs(generic)))
+    FailureOr<SmallVector<Combiner>> combiners = classifyOutputs(generic);
+    if (failed(combiners))
       return failure();
     OpBuilder &b = emitter.getBuilder();
     Location loc = generic.getLoc();
@@ -173,13 +199,27 @@ struct GenericRule
             "cannot differentiate this linalg.generic yet: its body reads an "
             "active value defined outside it");
 
-    // Outputs that are accumulated into pass their cotangent to the init.
-    SmallVector<Value> resultCotangents;
+    // A summed output passes its cotangent to the init; a selected one
+    // where the init won.
+    SmallVector<Value> resultCotangents, resultPrimals;
     for (auto [index, result] : llvm::enumerate(generic.getResults())) {
       Value cotangent = emitter.getCotangent(result);
       resultCotangents.push_back(cotangent);
-      if (!generic.getRegionOutputArgs()[index].use_empty())
-        emitter.addCotangent(generic.getDpsInits()[index], cotangent);
+      resultPrimals.push_back((*combiners)[index] == Combiner::Select
+                                  ? emitter.getPrimal(result)
+                                  : cotangent);
+      Value init = generic.getDpsInits()[index];
+      if ((*combiners)[index] == Combiner::Sum) {
+        emitter.addCotangent(init, cotangent);
+      } else if ((*combiners)[index] == Combiner::Select &&
+                 emitter.isActive(init)) {
+        Value won = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                          emitter.getPrimal(init),
+                                          resultPrimals.back());
+        Value zeros = createZerosLike(b, loc, cotangent.getType(), cotangent);
+        emitter.addCotangent(
+            init, arith::SelectOp::create(b, loc, won, cotangent, zeros));
+      }
     }
 
     SmallVector<Value> inputs, capturedPrimals;
@@ -211,10 +251,15 @@ struct GenericRule
         iterators.push_back(permutation && accMap.isFunctionOfDim(dim)
                                 ? utils::IteratorType::parallel
                                 : utils::IteratorType::reduction);
+      // Inputs: the primal inputs, the result cotangents and the primal
+      // results (read by selected outputs), then the accumulator.
       SmallVector<AffineMap> adjointMaps(maps.begin(), maps.end());
+      for (unsigned j = 0; j < generic.getNumDpsInits(); ++j)
+        adjointMaps.push_back(maps[numInputs + j]);
       adjointMaps.push_back(accMap);
       SmallVector<Value> adjointInputs(inputs);
       llvm::append_range(adjointInputs, resultCotangents);
+      llvm::append_range(adjointInputs, resultPrimals);
 
       bool bodyFailed = false;
       auto adjoint = linalg::GenericOp::create(
@@ -222,8 +267,8 @@ struct GenericRule
           adjointMaps, iterators,
           [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
             bodyFailed = failed(buildAdjointBody(nested, nestedLoc, generic,
-                                                 body, k, args, captured,
-                                                 capturedPrimals));
+                                                 body, k, *combiners, args,
+                                                 captured, capturedPrimals));
           });
       if (bodyFailed)
         return failure();
@@ -240,7 +285,9 @@ struct GenericRule
   /// add the cotangent of block argument `k` to the accumulator.
   static LogicalResult buildAdjointBody(OpBuilder &b, Location loc,
                                         linalg::GenericOp generic, Block &body,
-                                        unsigned k, ValueRange args,
+                                        unsigned k,
+                                        ArrayRef<Combiner> combiners,
+                                        ValueRange args,
                                         const llvm::SetVector<Value> &captured,
                                         ArrayRef<Value> capturedPrimals) {
     unsigned numInputs = generic.getNumDpsInputs();
@@ -261,8 +308,27 @@ struct GenericRule
 
     BodyReverseEmitter reverse(b, mapping, body, body.getArgument(k));
     Operation *yield = body.getTerminator();
-    for (unsigned j = 0; j < numOutputs; ++j)
-      reverse.addCotangent(yield->getOperand(j), args[numInputs + j]);
+    for (unsigned j = 0; j < numOutputs; ++j) {
+      Value cotangent = args[numInputs + j];
+      Value yielded = yield->getOperand(j);
+      if (combiners[j] == Combiner::Overwrite) {
+        reverse.addCotangent(yielded, cotangent);
+        continue;
+      }
+      // The combining op itself is not reversed: its other operand gets the
+      // cotangent, all of it for a sum, where it won for a max or min.
+      Value combined = combinedValue(yielded.getDefiningOp(),
+                                     generic.getRegionOutputArgs()[j]);
+      if (combiners[j] == Combiner::Select) {
+        Value won = arith::CmpFOp::create(
+            b, loc, arith::CmpFPredicate::OEQ, mapping.lookup(combined),
+            args[numInputs + numOutputs + j]);
+        Value zero = arith::ConstantOp::create(
+            b, loc, cast<TypedAttr>(b.getZeroAttr(cotangent.getType())));
+        cotangent = arith::SelectOp::create(b, loc, won, cotangent, zero);
+      }
+      reverse.addCotangent(combined, cotangent);
+    }
     if (failed(reverse.emitReverseOps(body)))
       return failure();
     Value accumulated = args.back();

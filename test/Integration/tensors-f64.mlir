@@ -2251,6 +2251,300 @@ func.func @check_pooling_nhwc_sum(%point: i64, %p0: f64, %p1: f64) {
   return
 }
 
+func.func @case_pooling_nhwc_max(%a: f64, %b: f64) -> f64 {
+  %I_e = tensor.empty() : tensor<1x4x4x2xf64>
+  %I = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> ()>, affine_map<(d0, d1, d2, d3) -> ()>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%I_e : tensor<1x4x4x2xf64>) {
+  ^bb0(%I_x: f64, %I_y: f64, %I_o: f64):
+    %I_p0 = arith.constant 0.25 : f64
+    %I_i0 = linalg.index 0 : index
+    %I_l0 = arith.index_cast %I_i0 : index to i64
+    %I_f0 = arith.sitofp %I_l0 : i64 to f64
+    %I_c0 = arith.constant 1.3 : f64
+    %I_m0 = arith.mulf %I_f0, %I_c0 : f64
+    %I_p1 = arith.addf %I_p0, %I_m0 : f64
+    %I_i1 = linalg.index 1 : index
+    %I_l1 = arith.index_cast %I_i1 : index to i64
+    %I_f1 = arith.sitofp %I_l1 : i64 to f64
+    %I_c1 = arith.constant 1.9 : f64
+    %I_m1 = arith.mulf %I_f1, %I_c1 : f64
+    %I_p2 = arith.addf %I_p1, %I_m1 : f64
+    %I_i2 = linalg.index 2 : index
+    %I_l2 = arith.index_cast %I_i2 : index to i64
+    %I_f2 = arith.sitofp %I_l2 : i64 to f64
+    %I_c2 = arith.constant 2.5 : f64
+    %I_m2 = arith.mulf %I_f2, %I_c2 : f64
+    %I_p3 = arith.addf %I_p2, %I_m2 : f64
+    %I_i3 = linalg.index 3 : index
+    %I_l3 = arith.index_cast %I_i3 : index to i64
+    %I_f3 = arith.sitofp %I_l3 : i64 to f64
+    %I_c3 = arith.constant 3.0999999999999996 : f64
+    %I_m3 = arith.mulf %I_f3, %I_c3 : f64
+    %I_p4 = arith.addf %I_p3, %I_m3 : f64
+    %I_s = math.sin %I_p4 : f64
+    %I_k = math.cos %I_p4 : f64
+    %I_u = arith.mulf %I_x, %I_s : f64
+    %I_v = arith.mulf %I_y, %I_k : f64
+    %I_w = arith.addf %I_u, %I_v : f64
+    linalg.yield %I_w : f64
+  } -> tensor<1x4x4x2xf64>
+  %W = tensor.empty() : tensor<2x2xf64>
+  %low = arith.constant -1.0e30 : f64
+  %Oe = tensor.empty() : tensor<1x3x3x2xf64>
+  %O = linalg.fill ins(%low : f64) outs(%Oe : tensor<1x3x3x2xf64>) -> tensor<1x3x3x2xf64>
+  %C = linalg.pooling_nhwc_max {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%I, %W : tensor<1x4x4x2xf64>, tensor<2x2xf64>) outs(%O : tensor<1x3x3x2xf64>) -> tensor<1x3x3x2xf64>
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<1x3x3x2xf64>) outs(%l_init : tensor<f64>) dimensions = [0, 1, 2, 3]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @case_pooling_nhwc_max_ref(%a: f64, %b: f64) -> f64 {
+  %I_e = tensor.empty() : tensor<1x4x4x2xf64>
+  %I = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> ()>, affine_map<(d0, d1, d2, d3) -> ()>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%I_e : tensor<1x4x4x2xf64>) {
+  ^bb0(%I_x: f64, %I_y: f64, %I_o: f64):
+    %I_p0 = arith.constant 0.25 : f64
+    %I_i0 = linalg.index 0 : index
+    %I_l0 = arith.index_cast %I_i0 : index to i64
+    %I_f0 = arith.sitofp %I_l0 : i64 to f64
+    %I_c0 = arith.constant 1.3 : f64
+    %I_m0 = arith.mulf %I_f0, %I_c0 : f64
+    %I_p1 = arith.addf %I_p0, %I_m0 : f64
+    %I_i1 = linalg.index 1 : index
+    %I_l1 = arith.index_cast %I_i1 : index to i64
+    %I_f1 = arith.sitofp %I_l1 : i64 to f64
+    %I_c1 = arith.constant 1.9 : f64
+    %I_m1 = arith.mulf %I_f1, %I_c1 : f64
+    %I_p2 = arith.addf %I_p1, %I_m1 : f64
+    %I_i2 = linalg.index 2 : index
+    %I_l2 = arith.index_cast %I_i2 : index to i64
+    %I_f2 = arith.sitofp %I_l2 : i64 to f64
+    %I_c2 = arith.constant 2.5 : f64
+    %I_m2 = arith.mulf %I_f2, %I_c2 : f64
+    %I_p3 = arith.addf %I_p2, %I_m2 : f64
+    %I_i3 = linalg.index 3 : index
+    %I_l3 = arith.index_cast %I_i3 : index to i64
+    %I_f3 = arith.sitofp %I_l3 : i64 to f64
+    %I_c3 = arith.constant 3.0999999999999996 : f64
+    %I_m3 = arith.mulf %I_f3, %I_c3 : f64
+    %I_p4 = arith.addf %I_p3, %I_m3 : f64
+    %I_s = math.sin %I_p4 : f64
+    %I_k = math.cos %I_p4 : f64
+    %I_u = arith.mulf %I_x, %I_s : f64
+    %I_v = arith.mulf %I_y, %I_k : f64
+    %I_w = arith.addf %I_u, %I_v : f64
+    linalg.yield %I_w : f64
+  } -> tensor<1x4x4x2xf64>
+  %W = tensor.empty() : tensor<2x2xf64>
+  %low = arith.constant -1.0e30 : f64
+  %Oe = tensor.empty() : tensor<1x3x3x2xf64>
+  %O = linalg.fill ins(%low : f64) outs(%Oe : tensor<1x3x3x2xf64>) -> tensor<1x3x3x2xf64>
+  %C = linalg.pooling_nhwc_max {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%I, %W : tensor<1x4x4x2xf64>, tensor<2x2xf64>) outs(%O : tensor<1x3x3x2xf64>) -> tensor<1x3x3x2xf64>
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<1x3x3x2xf64>) outs(%l_init : tensor<f64>) dimensions = [0, 1, 2, 3]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @check_pooling_nhwc_max(%point: i64, %p0: f64, %p1: f64) {
+  %g0, %g1 = ad.grad @case_pooling_nhwc_max(%p0, %p1) : (f64, f64) -> (f64, f64)
+  %tol = arith.constant 1.000000e-06 : f64
+  %xp0, %xm0 = func.call @step(%p0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_pooling_nhwc_max_ref(%xp0, %p1) : (f64, f64) -> f64
+  %fm0 = func.call @case_pooling_nhwc_max_ref(%xm0, %p1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "pooling_nhwc_max p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%g0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %xp1, %xm1 = func.call @step(%p1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_pooling_nhwc_max_ref(%p0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_pooling_nhwc_max_ref(%p0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "pooling_nhwc_max p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%g1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
+func.func @case_reduce_max(%a: f64, %b: f64) -> f64 {
+  %A_e = tensor.empty() : tensor<3x4xf64>
+  %A = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%A_e : tensor<3x4xf64>) {
+  ^bb0(%A_x: f64, %A_y: f64, %A_o: f64):
+    %A_p0 = arith.constant 0.25 : f64
+    %A_i0 = linalg.index 0 : index
+    %A_l0 = arith.index_cast %A_i0 : index to i64
+    %A_f0 = arith.sitofp %A_l0 : i64 to f64
+    %A_c0 = arith.constant 1.3 : f64
+    %A_m0 = arith.mulf %A_f0, %A_c0 : f64
+    %A_p1 = arith.addf %A_p0, %A_m0 : f64
+    %A_i1 = linalg.index 1 : index
+    %A_l1 = arith.index_cast %A_i1 : index to i64
+    %A_f1 = arith.sitofp %A_l1 : i64 to f64
+    %A_c1 = arith.constant 1.9 : f64
+    %A_m1 = arith.mulf %A_f1, %A_c1 : f64
+    %A_p2 = arith.addf %A_p1, %A_m1 : f64
+    %A_s = math.sin %A_p2 : f64
+    %A_k = math.cos %A_p2 : f64
+    %A_u = arith.mulf %A_x, %A_s : f64
+    %A_v = arith.mulf %A_y, %A_k : f64
+    %A_w = arith.addf %A_u, %A_v : f64
+    linalg.yield %A_w : f64
+  } -> tensor<3x4xf64>
+  %B_e = tensor.empty() : tensor<3xf64>
+  %B = linalg.generic {indexing_maps = [affine_map<(d0) -> ()>, affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%b, %a : f64, f64) outs(%B_e : tensor<3xf64>) {
+  ^bb0(%B_x: f64, %B_y: f64, %B_o: f64):
+    %B_p0 = arith.constant 1.25 : f64
+    %B_i0 = linalg.index 0 : index
+    %B_l0 = arith.index_cast %B_i0 : index to i64
+    %B_f0 = arith.sitofp %B_l0 : i64 to f64
+    %B_c0 = arith.constant 1.3 : f64
+    %B_m0 = arith.mulf %B_f0, %B_c0 : f64
+    %B_p1 = arith.addf %B_p0, %B_m0 : f64
+    %B_s = math.sin %B_p1 : f64
+    %B_k = math.cos %B_p1 : f64
+    %B_u = arith.mulf %B_x, %B_s : f64
+    %B_v = arith.mulf %B_y, %B_k : f64
+    %B_w = arith.addf %B_u, %B_v : f64
+    linalg.yield %B_w : f64
+  } -> tensor<3xf64>
+  %C = linalg.reduce ins(%A : tensor<3x4xf64>) outs(%B : tensor<3xf64>) dimensions = [1]
+    (%r_in: f64, %r_acc: f64) {
+      %r_m = arith.maximumf %r_in, %r_acc : f64
+      linalg.yield %r_m : f64
+    }
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<3xf64>) outs(%l_init : tensor<f64>) dimensions = [0]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @case_reduce_max_ref(%a: f64, %b: f64) -> f64 {
+  %A_e = tensor.empty() : tensor<3x4xf64>
+  %A = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%A_e : tensor<3x4xf64>) {
+  ^bb0(%A_x: f64, %A_y: f64, %A_o: f64):
+    %A_p0 = arith.constant 0.25 : f64
+    %A_i0 = linalg.index 0 : index
+    %A_l0 = arith.index_cast %A_i0 : index to i64
+    %A_f0 = arith.sitofp %A_l0 : i64 to f64
+    %A_c0 = arith.constant 1.3 : f64
+    %A_m0 = arith.mulf %A_f0, %A_c0 : f64
+    %A_p1 = arith.addf %A_p0, %A_m0 : f64
+    %A_i1 = linalg.index 1 : index
+    %A_l1 = arith.index_cast %A_i1 : index to i64
+    %A_f1 = arith.sitofp %A_l1 : i64 to f64
+    %A_c1 = arith.constant 1.9 : f64
+    %A_m1 = arith.mulf %A_f1, %A_c1 : f64
+    %A_p2 = arith.addf %A_p1, %A_m1 : f64
+    %A_s = math.sin %A_p2 : f64
+    %A_k = math.cos %A_p2 : f64
+    %A_u = arith.mulf %A_x, %A_s : f64
+    %A_v = arith.mulf %A_y, %A_k : f64
+    %A_w = arith.addf %A_u, %A_v : f64
+    linalg.yield %A_w : f64
+  } -> tensor<3x4xf64>
+  %B_e = tensor.empty() : tensor<3xf64>
+  %B = linalg.generic {indexing_maps = [affine_map<(d0) -> ()>, affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%b, %a : f64, f64) outs(%B_e : tensor<3xf64>) {
+  ^bb0(%B_x: f64, %B_y: f64, %B_o: f64):
+    %B_p0 = arith.constant 1.25 : f64
+    %B_i0 = linalg.index 0 : index
+    %B_l0 = arith.index_cast %B_i0 : index to i64
+    %B_f0 = arith.sitofp %B_l0 : i64 to f64
+    %B_c0 = arith.constant 1.3 : f64
+    %B_m0 = arith.mulf %B_f0, %B_c0 : f64
+    %B_p1 = arith.addf %B_p0, %B_m0 : f64
+    %B_s = math.sin %B_p1 : f64
+    %B_k = math.cos %B_p1 : f64
+    %B_u = arith.mulf %B_x, %B_s : f64
+    %B_v = arith.mulf %B_y, %B_k : f64
+    %B_w = arith.addf %B_u, %B_v : f64
+    linalg.yield %B_w : f64
+  } -> tensor<3xf64>
+  %C = linalg.reduce ins(%A : tensor<3x4xf64>) outs(%B : tensor<3xf64>) dimensions = [1]
+    (%r_in: f64, %r_acc: f64) {
+      %r_m = arith.maximumf %r_in, %r_acc : f64
+      linalg.yield %r_m : f64
+    }
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<3xf64>) outs(%l_init : tensor<f64>) dimensions = [0]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @check_reduce_max(%point: i64, %p0: f64, %p1: f64) {
+  %g0, %g1 = ad.grad @case_reduce_max(%p0, %p1) : (f64, f64) -> (f64, f64)
+  %tol = arith.constant 1.000000e-06 : f64
+  %xp0, %xm0 = func.call @step(%p0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_reduce_max_ref(%xp0, %p1) : (f64, f64) -> f64
+  %fm0 = func.call @case_reduce_max_ref(%xm0, %p1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "reduce_max p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%g0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %xp1, %xm1 = func.call @step(%p1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_reduce_max_ref(%p0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_reduce_max_ref(%p0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "reduce_max p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%g1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
 func.func @case_elementwise(%a: f64, %b: f64) -> f64 {
   %A_e = tensor.empty() : tensor<2x3xf64>
   %A = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%A_e : tensor<2x3xf64>) {
@@ -3297,6 +3591,22 @@ func.func @main() {
   %pooling_nhwc_sum_1_1 = arith.constant 0.9 : f64
   %pooling_nhwc_sum_1_id = arith.constant 1 : i64
   func.call @check_pooling_nhwc_sum(%pooling_nhwc_sum_1_id, %pooling_nhwc_sum_1_0, %pooling_nhwc_sum_1_1) : (i64, f64, f64) -> ()
+  %pooling_nhwc_max_0_0 = arith.constant 0.7 : f64
+  %pooling_nhwc_max_0_1 = arith.constant -0.4 : f64
+  %pooling_nhwc_max_0_id = arith.constant 0 : i64
+  func.call @check_pooling_nhwc_max(%pooling_nhwc_max_0_id, %pooling_nhwc_max_0_0, %pooling_nhwc_max_0_1) : (i64, f64, f64) -> ()
+  %pooling_nhwc_max_1_0 = arith.constant -0.3 : f64
+  %pooling_nhwc_max_1_1 = arith.constant 0.9 : f64
+  %pooling_nhwc_max_1_id = arith.constant 1 : i64
+  func.call @check_pooling_nhwc_max(%pooling_nhwc_max_1_id, %pooling_nhwc_max_1_0, %pooling_nhwc_max_1_1) : (i64, f64, f64) -> ()
+  %reduce_max_0_0 = arith.constant 0.7 : f64
+  %reduce_max_0_1 = arith.constant -0.4 : f64
+  %reduce_max_0_id = arith.constant 0 : i64
+  func.call @check_reduce_max(%reduce_max_0_id, %reduce_max_0_0, %reduce_max_0_1) : (i64, f64, f64) -> ()
+  %reduce_max_1_0 = arith.constant -0.3 : f64
+  %reduce_max_1_1 = arith.constant 0.9 : f64
+  %reduce_max_1_id = arith.constant 1 : i64
+  func.call @check_reduce_max(%reduce_max_1_id, %reduce_max_1_0, %reduce_max_1_1) : (i64, f64, f64) -> ()
   %elementwise_0_0 = arith.constant 0.7 : f64
   %elementwise_0_1 = arith.constant -0.4 : f64
   %elementwise_0_id = arith.constant 0 : i64
@@ -3417,6 +3727,14 @@ func.func @main() {
 // CHECK: pooling_nhwc_sum p0 db: ok
 // CHECK: pooling_nhwc_sum p1 da: ok
 // CHECK: pooling_nhwc_sum p1 db: ok
+// CHECK: pooling_nhwc_max p0 da: ok
+// CHECK: pooling_nhwc_max p0 db: ok
+// CHECK: pooling_nhwc_max p1 da: ok
+// CHECK: pooling_nhwc_max p1 db: ok
+// CHECK: reduce_max p0 da: ok
+// CHECK: reduce_max p0 db: ok
+// CHECK: reduce_max p1 da: ok
+// CHECK: reduce_max p1 db: ok
 // CHECK: elementwise p0 da: ok
 // CHECK: elementwise p0 db: ok
 // CHECK: elementwise p1 da: ok
