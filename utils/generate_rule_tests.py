@@ -832,6 +832,15 @@ TENSORS = {
          "%M = math.tanh %E : tensor<2x2x3x{t}>",
          "%C = tensor.collapse_shape %M [[0, 1], [2]] : tensor<2x2x3x{t}> into tensor<4x3x{t}>"] +
         loss("C", [4, 3])),
+    "concat_pad": tensor_case(
+        build("A", [2, 3], "a", "b", 0) + build("B", [1, 3], "b", "a", 1) +
+        ["%J = tensor.concat dim(0) %A, %B : (tensor<2x3x{t}>, tensor<1x3x{t}>) -> tensor<3x3x{t}>",
+         "%pv = arith.mulf %a, %b : {t}",
+         "%C = tensor.pad %J low[1, 0] high[0, 2] {{",
+         "^bb0(%p_i: index, %p_j: index):",
+         "  tensor.yield %pv : {t}",
+         "}} : tensor<3x3x{t}> to tensor<4x5x{t}>"] +
+        loss("C", [4, 5])),
     "extract_insert": tensor_case(
         build("A", [2, 3], "a", "b", 0) +
         ["%i0 = arith.constant 0 : index",

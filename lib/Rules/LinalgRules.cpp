@@ -10,13 +10,15 @@
 // linalg-generalize-named-ops (ad-differentiate runs it).
 //
 // tensor ops move cotangents the way the op moves values: extract/insert
-// and their slice forms, splat (sum), from_elements, reshapes, cast.
+// and their slice forms, splat (sum), from_elements, reshapes, cast, concat,
+// pad.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ElementwiseRule.h"
 #include "ad/Rules/Rules.h"
 
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -547,6 +549,81 @@ struct CollapseShapeRule
   }
 };
 
+/// The sizes of `tensor` (a primal in the pullback), static where known.
+static SmallVector<OpFoldResult> sizesOf(OpBuilder &b, Location loc,
+                                         Value tensor) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  SmallVector<OpFoldResult> sizes;
+  for (auto [index, size] : llvm::enumerate(type.getShape()))
+    sizes.push_back(ShapedType::isDynamic(size)
+                        ? OpFoldResult(tensor::DimOp::create(b, loc, tensor,
+                                                             index)
+                                           .getResult())
+                        : OpFoldResult(b.getIndexAttr(size)));
+  return sizes;
+}
+
+/// tensor.concat: each input gets its slice of the cotangent.
+struct ConcatRule
+    : ReverseRuleOpInterface::ExternalModel<ConcatRule, tensor::ConcatOp> {
+  LogicalResult emitReverse(Operation *op, ReverseEmitter &emitter) const {
+    auto concat = cast<tensor::ConcatOp>(op);
+    OpBuilder &b = emitter.getBuilder();
+    Location loc = concat.getLoc();
+    Value cotangent = emitter.getCotangent(concat.getResult());
+    unsigned dim = concat.getDim();
+    unsigned rank = concat.getResultType().getRank();
+    OpFoldResult offset = b.getIndexAttr(0);
+    for (Value input : concat.getInputs()) {
+      SmallVector<OpFoldResult> sizes =
+          sizesOf(b, loc, emitter.getPrimal(input));
+      SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
+      offsets[dim] = offset;
+      SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
+      if (emitter.isActive(input))
+        emitter.addCotangent(input, tensor::ExtractSliceOp::create(
+                                        b, loc,
+                                        cast<RankedTensorType>(input.getType()),
+                                        cotangent, offsets, sizes, strides));
+      Value size = getValueOrCreateConstantIndexOp(b, loc, sizes[dim]);
+      offset = arith::AddIOp::create(
+                   b, loc, getValueOrCreateConstantIndexOp(b, loc, offset), size)
+                   .getResult();
+    }
+    return success();
+  }
+};
+
+/// tensor.pad: the source gets the interior of the cotangent; a padding
+/// value defined outside the region gets the sum of the rest.
+struct PadRule
+    : ReverseRuleOpInterface::ExternalModel<PadRule, tensor::PadOp> {
+  LogicalResult emitReverse(Operation *op, ReverseEmitter &emitter) const {
+    auto pad = cast<tensor::PadOp>(op);
+    OpBuilder &b = emitter.getBuilder();
+    Location loc = pad.getLoc();
+    Value cotangent = emitter.getCotangent(pad.getResult());
+    Value padValue = pad.getConstantPaddingValue();
+    if (!padValue)
+      return pad.emitError("cannot differentiate a tensor.pad whose padding "
+                           "depends on the position yet");
+    unsigned rank = pad.getSourceType().getRank();
+    SmallVector<OpFoldResult> sizes =
+        sizesOf(b, loc, emitter.getPrimal(pad.getSource()));
+    SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
+    Value interior = tensor::ExtractSliceOp::create(
+        b, loc, pad.getSourceType(), cotangent,
+        primalsOf(pad.getMixedLowPad(), emitter), sizes, strides);
+    if (emitter.isActive(pad.getSource()))
+      emitter.addCotangent(pad.getSource(), interior);
+    if (emitter.isActive(padValue))
+      emitter.addCotangent(padValue,
+                           arith::SubFOp::create(b, loc, sumAll(b, loc, cotangent),
+                                                 sumAll(b, loc, interior)));
+    return success();
+  }
+};
+
 /// tensor.cast only changes what is known of the shape: cast back.
 struct CastRule
     : ReverseRuleOpInterface::ExternalModel<CastRule, tensor::CastOp> {
@@ -578,5 +655,7 @@ void mlir::ad::registerLinalgReverseRules(DialectRegistry &registry) {
     tensor::FromElementsOp::attachInterface<FromElementsRule>(*context);
     tensor::ExpandShapeOp::attachInterface<ExpandShapeRule>(*context);
     tensor::CollapseShapeOp::attachInterface<CollapseShapeRule>(*context);
+    tensor::ConcatOp::attachInterface<ConcatRule>(*context);
+    tensor::PadOp::attachInterface<PadRule>(*context);
   });
 }
