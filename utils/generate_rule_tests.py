@@ -777,6 +777,19 @@ TENSORS = {
          "    linalg.yield %r_m : {t}",
          "  }}"] +
         loss("C", [3])),
+    # Ties: max of equal elements shares the cotangent (derivative 1, not 3).
+    "max_ties": tensor_case(
+        ["%ab = arith.mulf %a, %b : {t}",
+         "%S = tensor.splat %ab : tensor<3x{t}>",
+         "%low = arith.constant -1.0e30 : {t}",
+         "%Oe = tensor.empty() : tensor<{t}>",
+         "%O = linalg.fill ins(%low : {t}) outs(%Oe : tensor<{t}>) -> tensor<{t}>",
+         "%C = linalg.reduce ins(%S : tensor<3x{t}>) outs(%O : tensor<{t}>) dimensions = [0]",
+         "  (%r_in: {t}, %r_acc: {t}) {{",
+         "    %r_m = arith.maximumf %r_in, %r_acc : {t}",
+         "    linalg.yield %r_m : {t}",
+         "  }}"] +
+        loss("C", [])),
     # arith and math applied to whole tensors.
     "elementwise": tensor_case(
         build("A", [2, 3], "a", "b", 0) + build("B", [2, 3], "b", "a", 1) +

@@ -177,6 +177,69 @@ static Value combinedValue(Operation *combine, BlockArgument output) {
                                           : combine->getOperand(0);
 }
 
+/// A tensor shaped like `like` filled with `value`.
+static Value createFilledLike(OpBuilder &b, Location loc, Value like,
+                              double value) {
+  auto type = cast<RankedTensorType>(like.getType());
+  Value zeros = createZerosLike(b, loc, type, like);
+  Value scalar = arith::ConstantOp::create(
+      b, loc, b.getFloatAttr(type.getElementType(), value));
+  return linalg::FillOp::create(b, loc, ValueRange{scalar}, ValueRange{zeros})
+      .getResult(0);
+}
+
+/// For selected output `index` of `generic`: how many iterations computed a
+/// value equal to the result (ties share the cotangent).
+static Value countWinners(OpBuilder &b, Location loc, linalg::GenericOp generic,
+                          unsigned index, ArrayRef<Value> inputs, Value result,
+                          const llvm::SetVector<Value> &captured,
+                          ArrayRef<Value> capturedPrimals) {
+  SmallVector<AffineMap> maps;
+  for (unsigned i = 0; i < inputs.size(); ++i)
+    maps.push_back(generic.getIndexingMapsArray()[i]);
+  AffineMap outputMap = generic.getIndexingMapsArray()[inputs.size() + index];
+  maps.append({outputMap, outputMap});
+  SmallVector<Value> countInputs(inputs);
+  countInputs.push_back(result);
+  Value zeros = createZerosLike(b, loc, result.getType(), result);
+  Block &body = *generic.getBody();
+  BlockArgument output = generic.getRegionOutputArgs()[index];
+  Value combined = combinedValue(
+      body.getTerminator()->getOperand(index).getDefiningOp(), output);
+  auto count = linalg::GenericOp::create(
+      b, loc, TypeRange{result.getType()}, countInputs, ValueRange{zeros}, maps,
+      generic.getIteratorTypesArray(),
+      [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+        IRMapping mapping;
+        for (unsigned i = 0; i < inputs.size(); ++i)
+          mapping.map(body.getArgument(i), args[i]);
+        for (BlockArgument out : generic.getRegionOutputArgs())
+          mapping.map(out, arith::ConstantOp::create(
+                               nested, nestedLoc,
+                               cast<TypedAttr>(
+                                   nested.getZeroAttr(out.getType()))));
+        for (auto [value, primal] : llvm::zip(captured, capturedPrimals))
+          mapping.map(value, primal);
+        for (Operation &op : body.without_terminator())
+          nested.clone(op, mapping);
+        Type element = args.back().getType();
+        Value won = arith::CmpFOp::create(nested, nestedLoc,
+                                          arith::CmpFPredicate::OEQ,
+                                          mapping.lookup(combined),
+                                          args[inputs.size()]);
+        Value one = arith::ConstantOp::create(
+            nested, nestedLoc, nested.getFloatAttr(element, 1.0));
+        Value zero = arith::ConstantOp::create(
+            nested, nestedLoc, nested.getFloatAttr(element, 0.0));
+        Value add = arith::SelectOp::create(nested, nestedLoc, won, one, zero);
+        linalg::YieldOp::create(
+            nested, nestedLoc,
+            ValueRange{arith::AddFOp::create(nested, nestedLoc, args.back(),
+                                             add)});
+      });
+  return count.getResult(0);
+}
+
 struct GenericRule
     : ReverseRuleOpInterface::ExternalModel<GenericRule, linalg::GenericOp> {
   LogicalResult emitReverse(Operation *op, ReverseEmitter &emitter) const {
@@ -201,34 +264,45 @@ struct GenericRule
             "cannot differentiate this linalg.generic yet: its body reads an "
             "active value defined outside it");
 
-    // A summed output passes its cotangent to the init; a selected one
-    // where the init won.
-    SmallVector<Value> resultCotangents, resultPrimals;
-    for (auto [index, result] : llvm::enumerate(generic.getResults())) {
-      Value cotangent = emitter.getCotangent(result);
-      resultCotangents.push_back(cotangent);
-      resultPrimals.push_back((*combiners)[index] == Combiner::Select
-                                  ? emitter.getPrimal(result)
-                                  : cotangent);
-      Value init = generic.getDpsInits()[index];
-      if ((*combiners)[index] == Combiner::Sum) {
-        emitter.addCotangent(init, cotangent);
-      } else if ((*combiners)[index] == Combiner::Select &&
-                 emitter.isActive(init)) {
-        Value won = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
-                                          emitter.getPrimal(init),
-                                          resultPrimals.back());
-        Value zeros = createZerosLike(b, loc, cotangent.getType(), cotangent);
-        emitter.addCotangent(
-            init, arith::SelectOp::create(b, loc, won, cotangent, zeros));
-      }
-    }
-
     SmallVector<Value> inputs, capturedPrimals;
     for (Value input : generic.getDpsInputs())
       inputs.push_back(emitter.getPrimal(input));
     for (Value value : captured)
       capturedPrimals.push_back(emitter.getPrimal(value));
+
+    // A summed output passes its cotangent to the init. A selected one (max,
+    // min) splits it evenly among the values equal to the result: the
+    // contributions and, when it won, the init.
+    SmallVector<Value> resultCotangents, resultPrimals;
+    for (auto [index, result] : llvm::enumerate(generic.getResults())) {
+      Value cotangent = emitter.getCotangent(result);
+      Value init = generic.getDpsInits()[index];
+      if ((*combiners)[index] != Combiner::Select) {
+        resultCotangents.push_back(cotangent);
+        resultPrimals.push_back(cotangent);
+        if ((*combiners)[index] == Combiner::Sum)
+          emitter.addCotangent(init, cotangent);
+        continue;
+      }
+      Value primal = emitter.getPrimal(result);
+      Value initPrimal = emitter.getPrimal(init);
+      Value initWon = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                            initPrimal, primal);
+      Value ones = createFilledLike(b, loc, primal, 1.0);
+      Value zeros = createZerosLike(b, loc, primal.getType(), primal);
+      Value ties = arith::AddFOp::create(
+          b, loc,
+          countWinners(b, loc, generic, index, inputs, primal, captured,
+                       capturedPrimals),
+          arith::SelectOp::create(b, loc, initWon, ones, zeros));
+      Value share = arith::DivFOp::create(b, loc, cotangent, ties);
+      resultCotangents.push_back(share);
+      resultPrimals.push_back(primal);
+      if (emitter.isActive(init))
+        emitter.addCotangent(
+            init, arith::SelectOp::create(b, loc, initWon, share, zeros));
+    }
+
     SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
     unsigned numLoops = generic.getNumLoops();
 

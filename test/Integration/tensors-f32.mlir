@@ -2647,6 +2647,94 @@ func.func @check_reduce_max(%point: i64, %p0: f64, %p1: f64) {
   return
 }
 
+func.func @case_max_ties(%a: f32, %b: f32) -> f32 {
+  %ab = arith.mulf %a, %b : f32
+  %S = tensor.splat %ab : tensor<3xf32>
+  %low = arith.constant -1.0e30 : f32
+  %Oe = tensor.empty() : tensor<f32>
+  %O = linalg.fill ins(%low : f32) outs(%Oe : tensor<f32>) -> tensor<f32>
+  %C = linalg.reduce ins(%S : tensor<3xf32>) outs(%O : tensor<f32>) dimensions = [0]
+    (%r_in: f32, %r_acc: f32) {
+      %r_m = arith.maximumf %r_in, %r_acc : f32
+      linalg.yield %r_m : f32
+    }
+  %l_zero = arith.constant 0.0 : f32
+  %l_e = tensor.empty() : tensor<f32>
+  %l_init = linalg.fill ins(%l_zero : f32) outs(%l_e : tensor<f32>) -> tensor<f32>
+  %l_sum = linalg.reduce ins(%C : tensor<f32>) outs(%l_init : tensor<f32>) dimensions = []
+    (%l_in: f32, %l_acc: f32) {
+      %l_third = arith.constant 0.3333 : f32
+      %l_s = math.sin %l_in : f32
+      %l_q = arith.mulf %l_in, %l_in : f32
+      %l_q3 = arith.mulf %l_q, %l_third : f32
+      %l_v = arith.addf %l_s, %l_q3 : f32
+      %l_n = arith.addf %l_acc, %l_v : f32
+      linalg.yield %l_n : f32
+    }
+  %r = tensor.extract %l_sum[] : tensor<f32>
+  return %r : f32
+}
+
+func.func @case_max_ties_ref(%a: f64, %b: f64) -> f64 {
+  %ab = arith.mulf %a, %b : f64
+  %S = tensor.splat %ab : tensor<3xf64>
+  %low = arith.constant -1.0e30 : f64
+  %Oe = tensor.empty() : tensor<f64>
+  %O = linalg.fill ins(%low : f64) outs(%Oe : tensor<f64>) -> tensor<f64>
+  %C = linalg.reduce ins(%S : tensor<3xf64>) outs(%O : tensor<f64>) dimensions = [0]
+    (%r_in: f64, %r_acc: f64) {
+      %r_m = arith.maximumf %r_in, %r_acc : f64
+      linalg.yield %r_m : f64
+    }
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<f64>) outs(%l_init : tensor<f64>) dimensions = []
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @check_max_ties(%point: i64, %p0: f64, %p1: f64) {
+  %x0 = arith.truncf %p0 : f64 to f32
+  %e0 = arith.extf %x0 : f32 to f64
+  %x1 = arith.truncf %p1 : f64 to f32
+  %e1 = arith.extf %x1 : f32 to f64
+  %g0, %g1 = ad.grad @case_max_ties(%x0, %x1) : (f32, f32) -> (f32, f32)
+  %tol = arith.constant 1.000000e-05 : f64
+  %gw0 = arith.extf %g0 : f32 to f64
+  %xp0, %xm0 = func.call @step(%e0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_max_ties_ref(%xp0, %e1) : (f64, f64) -> f64
+  %fm0 = func.call @case_max_ties_ref(%xm0, %e1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "max_ties p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%gw0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %gw1 = arith.extf %g1 : f32 to f64
+  %xp1, %xm1 = func.call @step(%e1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_max_ties_ref(%e0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_max_ties_ref(%e0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "max_ties p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%gw1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
 func.func @case_elementwise(%a: f32, %b: f32) -> f32 {
   %A_e = tensor.empty() : tensor<2x3xf32>
   %A = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f32, f32) outs(%A_e : tensor<2x3xf32>) {
@@ -3923,6 +4011,14 @@ func.func @main() {
   %reduce_max_1_1 = arith.constant 0.9 : f64
   %reduce_max_1_id = arith.constant 1 : i64
   func.call @check_reduce_max(%reduce_max_1_id, %reduce_max_1_0, %reduce_max_1_1) : (i64, f64, f64) -> ()
+  %max_ties_0_0 = arith.constant 0.7 : f64
+  %max_ties_0_1 = arith.constant -0.4 : f64
+  %max_ties_0_id = arith.constant 0 : i64
+  func.call @check_max_ties(%max_ties_0_id, %max_ties_0_0, %max_ties_0_1) : (i64, f64, f64) -> ()
+  %max_ties_1_0 = arith.constant -0.3 : f64
+  %max_ties_1_1 = arith.constant 0.9 : f64
+  %max_ties_1_id = arith.constant 1 : i64
+  func.call @check_max_ties(%max_ties_1_id, %max_ties_1_0, %max_ties_1_1) : (i64, f64, f64) -> ()
   %elementwise_0_0 = arith.constant 0.7 : f64
   %elementwise_0_1 = arith.constant -0.4 : f64
   %elementwise_0_id = arith.constant 0 : i64
@@ -4059,6 +4155,10 @@ func.func @main() {
 // CHECK: reduce_max p0 db: ok
 // CHECK: reduce_max p1 da: ok
 // CHECK: reduce_max p1 db: ok
+// CHECK: max_ties p0 da: ok
+// CHECK: max_ties p0 db: ok
+// CHECK: max_ties p1 da: ok
+// CHECK: max_ties p1 db: ok
 // CHECK: elementwise p0 da: ok
 // CHECK: elementwise p0 db: ok
 // CHECK: elementwise p1 da: ok
