@@ -20,6 +20,9 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "ad/IR/ADDialect.h"
 
 using namespace mlir;
 using namespace mlir::ad;
@@ -361,9 +364,17 @@ public:
 
 private:
   LogicalResult emitOp(Operation &op) {
+    if (failed(checkNoDifferentiableStore(op)))
+      return failure();
     if (!activity.isActive(&op))
       return cloneOp(&op);
     auto rule = dyn_cast<ReverseRuleOpInterface>(&op);
+    if (!rule && isa<ADDialect>(op.getDialect())) {
+      generator.emitError(&op, "cannot differentiate a function that itself "
+                               "takes derivatives (higher-order derivatives "
+                               "are not supported yet)");
+      return failure();
+    }
     if (!rule) {
       generator.emitError(&op, "no derivative rule for '" +
                                    op.getName().getStringRef() +
@@ -372,6 +383,34 @@ private:
       return failure();
     }
     return rule.emitForward(*this);
+  }
+
+  /// Values that depend on a differentiated argument must not flow through
+  /// memory: the analysis follows SSA values only, so a store would make
+  /// the gradient silently wrong.
+  LogicalResult checkNoDifferentiableStore(Operation &op) {
+    auto effects = dyn_cast<MemoryEffectOpInterface>(&op);
+    if (!effects || !effects.hasEffect<MemoryEffects::Write>())
+      return success();
+    SmallVector<MemoryEffects::EffectInstance> instances;
+    effects.getEffects(instances);
+    bool writesValue = llvm::any_of(instances, [](auto &instance) {
+      return isa<MemoryEffects::Write>(instance.getEffect()) &&
+             instance.getValue();
+    });
+    llvm::SetVector<Value> read(op.operand_begin(), op.operand_end());
+    for (Region &region : op.getRegions())
+      getUsedValuesDefinedAbove(region, read);
+    bool storesVaried = llvm::any_of(read, [&](Value value) {
+      return activity.isVaried(value) && isDifferentiableType(value.getType());
+    });
+    if (!writesValue || !storesVaried)
+      return success();
+    generator.emitError(&op, "cannot differentiate through memory: '" +
+                             op.getName().getStringRef() +
+                             "' writes a value that depends on a "
+                             "differentiated argument");
+    return failure();
   }
 
   /// The op of the entry block containing `block`, or null for the entry.

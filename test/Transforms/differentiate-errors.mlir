@@ -157,3 +157,79 @@ func.func @apply(%pb: !ad.pullback<(f64) -> f64>, %dy: f64) -> f64 {
   %g = ad.pullback %pb(%dy) : !ad.pullback<(f64) -> f64>
   return %g : f64
 }
+
+// -----
+
+// Memory is not followed by the analysis: storing an active value is an
+// error, not a silently zero gradient.
+func.func @through_memory(%x: f64) -> f64 {
+  %m = memref.alloca() : memref<f64>
+  %s = math.sin %x : f64
+  // expected-error @+1 {{cannot differentiate through memory: 'memref.store' writes a value that depends on a differentiated argument}}
+  memref.store %s, %m[] : memref<f64>
+  %y = memref.load %m[] : memref<f64>
+  return %y : f64
+}
+
+func.func @caller(%x: f64) -> f64 {
+  // expected-note @+1 {{while differentiating this call of @through_memory}}
+  %g = ad.grad @through_memory(%x) : (f64) -> f64
+  return %g : f64
+}
+
+// -----
+
+// Printing an active value is fine (it writes no memref).
+func.func @prints(%x: f64) -> f64 {
+  %s = math.sin %x : f64
+  vector.print %s : f64
+  return %s : f64
+}
+
+func.func @caller(%x: f64) -> f64 {
+  %g = ad.grad @prints(%x) : (f64) -> f64
+  return %g : f64
+}
+
+// -----
+
+// A linalg.generic on buffers that writes an active value (read inside its
+// body) is memory the analysis cannot follow.
+func.func @buffer_generic(%x: f64, %m: memref<4xf64>) -> f64 {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{cannot differentiate through memory: 'linalg.generic' writes a value that depends on a differentiated argument}}
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} outs(%m : memref<4xf64>) {
+  ^bb0(%o: f64):
+    %s = arith.mulf %o, %x : f64
+    linalg.yield %s : f64
+  }
+  %v = memref.load %m[%c0] : memref<4xf64>
+  %r = arith.mulf %v, %x : f64
+  return %r : f64
+}
+
+func.func @caller(%x: f64, %m: memref<4xf64>) -> f64 {
+  // expected-note @+1 {{while differentiating this call of @buffer_generic}}
+  %g = ad.grad @buffer_generic(%x, %m) : (f64, memref<4xf64>) -> f64
+  return %g : f64
+}
+
+// -----
+
+func.func @inner(%x: f64) -> f64 {
+  %y = math.sin %x : f64
+  return %y : f64
+}
+
+func.func @takes_gradient(%x: f64) -> f64 {
+  // expected-error @+1 {{cannot differentiate a function that itself takes derivatives (higher-order derivatives are not supported yet)}}
+  %g = ad.grad @inner(%x) : (f64) -> f64
+  %z = arith.mulf %g, %x : f64
+  return %z : f64
+}
+
+func.func @caller(%x: f64) -> f64 {
+  // expected-note @+1 {{while differentiating this call of @takes_gradient}}
+  %g = ad.grad @takes_gradient(%x) : (f64) -> f64
+  return %g : f64
+}

@@ -26,6 +26,8 @@ public:
   bool isActive(Value value) const;
   /// Whether any result of `op` is active.
   bool isActive(Operation *op) const;
+  /// Whether `value` depends on a differentiated argument.
+  bool isVaried(Value value) const { return varied.contains(value); }
 
 private:
   void propagateVaried(func::FuncOp function, ArrayRef<int64_t> wrt);
