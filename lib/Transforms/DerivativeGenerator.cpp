@@ -726,6 +726,14 @@ DerivativeGenerator::getOrCreate(func::FuncOp callee, ArrayRef<int64_t> wrt,
   // A recursive callee registers its functions before generating their
   // bodies, so the recursion ends at the cache above.
   requesters.push_back(requester);
+  if (!callee.getBody().hasOneBlock()) {
+    emitError(callee, "cannot differentiate '" + callee.getSymName() +
+                          "': it has several blocks; structure its control "
+                          "flow first with lift-cf-to-scf (ad-differentiate "
+                          "does)");
+    requesters.pop_back();
+    return failure();
+  }
   FailureOr<DerivativeFunctions> functions =
       inSameRecursion(callee, callee) ? generateRecursive(callee, wrt)
                                       : generate(callee, wrt);
@@ -815,13 +823,6 @@ static func::FuncOp createCompanion(SymbolTable &symbolTable,
 
 FailureOr<DerivativeFunctions>
 DerivativeGenerator::generate(func::FuncOp callee, ArrayRef<int64_t> wrt) {
-  if (!callee.getBody().hasOneBlock()) {
-    emitError(callee, "cannot differentiate '" + callee.getSymName() +
-                          "': it has several blocks; structure its control "
-                          "flow first with lift-cf-to-scf (ad-differentiate "
-                          "does)");
-    return failure();
-  }
   ActivityAnalysis activity(callee, wrt);
   Block &original = callee.getBody().front();
   FunctionType type = callee.getFunctionType();
@@ -897,13 +898,6 @@ DerivativeGenerator::generate(func::FuncOp callee, ArrayRef<int64_t> wrt) {
 FailureOr<DerivativeFunctions>
 DerivativeGenerator::generateRecursive(func::FuncOp callee,
                                        ArrayRef<int64_t> wrt) {
-  if (!callee.getBody().hasOneBlock()) {
-    emitError(callee, "cannot differentiate '" + callee.getSymName() +
-                          "': it has several blocks; structure its control "
-                          "flow first with lift-cf-to-scf (ad-differentiate "
-                          "does)");
-    return failure();
-  }
   ActivityAnalysis activity(callee, wrt);
   Block &original = callee.getBody().front();
   FunctionType type = callee.getFunctionType();
