@@ -240,6 +240,39 @@ static Value countWinners(OpBuilder &b, Location loc, linalg::GenericOp generic,
   return count.getResult(0);
 }
 
+/// Whether `body` reads loop indices (whose numbering a reordering of the
+/// loops would change).
+static bool hasIndexOps(Block &body) {
+  return body.walk([](linalg::IndexOp) { return WalkResult::interrupt(); })
+      .wasInterrupted();
+}
+
+/// Reorders the loops of an adjoint generic: reductions outermost, then the
+/// accumulator's dimensions in its layout order, so the innermost loop
+/// walks the accumulator contiguously (the loop nest is not tiled later).
+static void reorderForContiguousWrites(SmallVectorImpl<AffineMap> &maps,
+                                       SmallVectorImpl<utils::IteratorType> &
+                                           iterators,
+                                       AffineMap accMap, MLIRContext *context) {
+  unsigned numLoops = accMap.getNumDims();
+  SmallVector<unsigned> order; // new position -> old dimension
+  for (unsigned dim = 0; dim < numLoops; ++dim)
+    if (!accMap.isFunctionOfDim(dim))
+      order.push_back(dim);
+  for (AffineExpr result : accMap.getResults())
+    order.push_back(cast<AffineDimExpr>(result).getPosition());
+  SmallVector<AffineExpr> oldInNew(numLoops);
+  for (auto [position, dim] : llvm::enumerate(order))
+    oldInNew[dim] = getAffineDimExpr(position, context);
+  AffineMap substitution = AffineMap::get(numLoops, 0, oldInNew, context);
+  for (AffineMap &map : maps)
+    map = map.compose(substitution);
+  SmallVector<utils::IteratorType> reordered;
+  for (unsigned dim : order)
+    reordered.push_back(iterators[dim]);
+  iterators.assign(reordered.begin(), reordered.end());
+}
+
 struct GenericRule
     : ReverseRuleOpInterface::ExternalModel<GenericRule, linalg::GenericOp> {
   LogicalResult emitReverse(Operation *op, ReverseEmitter &emitter) const {
@@ -336,6 +369,8 @@ struct GenericRule
       SmallVector<Value> adjointInputs(inputs);
       llvm::append_range(adjointInputs, resultCotangents);
       llvm::append_range(adjointInputs, resultPrimals);
+      if (permutation && !hasIndexOps(body))
+        reorderForContiguousWrites(adjointMaps, iterators, accMap, context);
 
       bool bodyFailed = false;
       auto adjoint = linalg::GenericOp::create(
