@@ -352,7 +352,12 @@ struct GenericRule
           tensorType ? tensorType : RankedTensorType::get({}, input.getType());
       AffineMap accMap =
           tensorType ? inputMap : AffineMap::get(numLoops, 0, {}, context);
-      Value acc = zerosLike(b, loc, accType, tensorType ? inputs[k] : Value());
+      // Accumulate straight into the input's cotangent when it has one:
+      // no zero fill and no separate addition pass.
+      Value existing = tensorType ? emitter.lookupCotangent(input) : Value();
+      Value acc = existing ? existing
+                           : zerosLike(b, loc, accType,
+                                       tensorType ? inputs[k] : Value());
 
       // Loops the input's map drops are summed over.
       SmallVector<utils::IteratorType> iterators;
@@ -384,6 +389,10 @@ struct GenericRule
       if (bodyFailed)
         return failure();
       Value gradient = adjoint.getResult(0);
+      if (existing) {
+        emitter.setCotangent(input, gradient);
+        continue;
+      }
       if (!tensorType)
         gradient = tensor::ExtractOp::create(b, loc, gradient, ValueRange());
       emitter.addCotangent(input, gradient);
@@ -464,10 +473,20 @@ struct ExtractRule
     SmallVector<Value> indices;
     for (Value index : extract.getIndices())
       indices.push_back(emitter.getPrimal(index));
+    Value element = emitter.getCotangent(extract.getResult());
+    // An existing cotangent is updated in one element, not added to.
+    if (Value existing = emitter.lookupCotangent(extract.getTensor())) {
+      Value old = tensor::ExtractOp::create(b, loc, existing, indices);
+      Value sum = arith::AddFOp::create(b, loc, old, element);
+      emitter.setCotangent(extract.getTensor(), tensor::InsertOp::create(
+                                                    b, loc, sum, existing,
+                                                    indices));
+      return success();
+    }
     Value zeros = zerosLike(b, loc, extract.getTensor().getType(), source);
-    Value cotangent = tensor::InsertOp::create(
-        b, loc, emitter.getCotangent(extract.getResult()), zeros, indices);
-    emitter.addCotangent(extract.getTensor(), cotangent);
+    emitter.addCotangent(extract.getTensor(),
+                         tensor::InsertOp::create(b, loc, element, zeros,
+                                                  indices));
     return success();
   }
 };
