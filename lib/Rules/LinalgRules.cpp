@@ -365,15 +365,18 @@ struct GenericRule
         iterators.push_back(permutation && accMap.isFunctionOfDim(dim)
                                 ? utils::IteratorType::parallel
                                 : utils::IteratorType::reduction);
-      // Inputs: the primal inputs, the result cotangents and the primal
-      // results (read by selected outputs), then the accumulator.
+      // Inputs: the primal inputs, the result cotangents and, when an output
+      // is a max or min, the primal results; then the accumulator.
+      bool selects = llvm::is_contained(*combiners, Combiner::Select);
       SmallVector<AffineMap> adjointMaps(maps.begin(), maps.end());
-      for (unsigned j = 0; j < generic.getNumDpsInits(); ++j)
-        adjointMaps.push_back(maps[numInputs + j]);
+      if (selects)
+        for (unsigned j = 0; j < generic.getNumDpsInits(); ++j)
+          adjointMaps.push_back(maps[numInputs + j]);
       adjointMaps.push_back(accMap);
       SmallVector<Value> adjointInputs(inputs);
       llvm::append_range(adjointInputs, resultCotangents);
-      llvm::append_range(adjointInputs, resultPrimals);
+      if (selects)
+        llvm::append_range(adjointInputs, resultPrimals);
       if (permutation && !hasIndexOps(body))
         reorderForContiguousWrites(adjointMaps, iterators, accMap, context);
 

@@ -1,0 +1,119 @@
+// RUN: ad-opt %s --split-input-file --ad-differentiate | FileCheck %s
+
+// broadcast: the adjoint generic has the input's map on its output; the
+// broadcast dimension becomes a reduction (and the loops are ordered so
+// the accumulator is written contiguously).
+// CHECK-DAG: #[[ROW:.*]] = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func.func private @bcast_ad_pb_0
+// CHECK: %[[ZERO:.*]] = linalg.fill
+// CHECK: linalg.generic {indexing_maps = [{{.*}}, #[[ROW]]], iterator_types = ["reduction", "parallel"]}
+// CHECK-SAME: outs(%{{.*}} : tensor<4xf64>)
+// CHECK: arith.addf %{{.*}}, %{{.*}} : f64
+func.func @bcast(%a: tensor<4xf64>) -> tensor<f64> {
+  %z = arith.constant 0.0 : f64
+  %e = tensor.empty() : tensor<3x4xf64>
+  %b = linalg.broadcast ins(%a : tensor<4xf64>) outs(%e : tensor<3x4xf64>) dimensions = [0]
+  %s0 = tensor.empty() : tensor<f64>
+  %s1 = linalg.fill ins(%z : f64) outs(%s0 : tensor<f64>) -> tensor<f64>
+  %r = linalg.reduce ins(%b : tensor<3x4xf64>) outs(%s1 : tensor<f64>) dimensions = [0, 1]
+    (%in: f64, %acc: f64) {
+      %q = math.sin %in : f64
+      %w = arith.addf %acc, %q : f64
+      linalg.yield %w : f64
+    }
+  return %r : tensor<f64>
+}
+
+func.func @caller(%a: tensor<4xf64>) -> tensor<4xf64> {
+  %g = ad.grad @bcast(%a) : (tensor<4xf64>) -> tensor<4xf64>
+  return %g : tensor<4xf64>
+}
+
+// -----
+
+// Convolution: the input's map (d1 + d4) is not a projected permutation,
+// so its adjoint writes through that map with every loop a reduction; the
+// filter's adjoint is an ordinary contraction.
+// CHECK-DAG: #[[SHIFTED:.*]] = affine_map<({{.*}}) -> (d{{[0-9]}}, d{{[0-9]}} + d{{[0-9]}}, d{{[0-9]}} + d{{[0-9]}}, d{{[0-9]}})>
+// CHECK-LABEL: func.func private @conv_ad_pb_0_1
+// CHECK: linalg.generic {{{.*}}#[[SHIFTED]]], iterator_types = ["reduction", "reduction", "reduction", "reduction", "reduction", "reduction", "reduction"]}
+// CHECK-SAME: outs(%{{.*}} : tensor<1x5x5x2xf64>)
+// CHECK: linalg.generic
+// CHECK-SAME: outs(%{{.*}} : tensor<3x3x2x2xf64>)
+func.func @conv(%i: tensor<1x5x5x2xf64>, %f: tensor<3x3x2x2xf64>) -> tensor<f64> {
+  %z = arith.constant 0.0 : f64
+  %e = tensor.empty() : tensor<1x3x3x2xf64>
+  %o = linalg.fill ins(%z : f64) outs(%e : tensor<1x3x3x2xf64>) -> tensor<1x3x3x2xf64>
+  %c = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%i, %f : tensor<1x5x5x2xf64>, tensor<3x3x2x2xf64>) outs(%o : tensor<1x3x3x2xf64>) -> tensor<1x3x3x2xf64>
+  %s0 = tensor.empty() : tensor<f64>
+  %s1 = linalg.fill ins(%z : f64) outs(%s0 : tensor<f64>) -> tensor<f64>
+  %r = linalg.reduce ins(%c : tensor<1x3x3x2xf64>) outs(%s1 : tensor<f64>) dimensions = [0, 1, 2, 3]
+    (%in: f64, %acc: f64) {
+      %q = arith.mulf %in, %in : f64
+      %w = arith.addf %acc, %q : f64
+      linalg.yield %w : f64
+    }
+  return %r : tensor<f64>
+}
+
+func.func @caller(%i: tensor<1x5x5x2xf64>, %f: tensor<3x3x2x2xf64>) -> (tensor<1x5x5x2xf64>, tensor<3x3x2x2xf64>) {
+  %gi, %gf = ad.grad @conv(%i, %f) : (tensor<1x5x5x2xf64>, tensor<3x3x2x2xf64>) -> (tensor<1x5x5x2xf64>, tensor<3x3x2x2xf64>)
+  return %gi, %gf : tensor<1x5x5x2xf64>, tensor<3x3x2x2xf64>
+}
+
+// -----
+
+// Slices: the cotangent of an extract_slice is inserted back into zeros at
+// the same offsets; an insert_slice gives its source the matching slice.
+// CHECK-LABEL: func.func private @slices_ad_pb_0
+// CHECK: tensor.extract_slice %{{.*}}[2, 0] [2, 3] [1, 2] : tensor<4x5xf64> to tensor<2x3xf64>
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[1, 1] [2, 3] [1, 1] : tensor<2x3xf64> into tensor<4x5xf64>
+func.func @slices(%a: tensor<4x5xf64>) -> tensor<f64> {
+  %z = arith.constant 0.0 : f64
+  %s = tensor.extract_slice %a[1, 1] [2, 3] [1, 1] : tensor<4x5xf64> to tensor<2x3xf64>
+  %m = math.exp %s : tensor<2x3xf64>
+  %c = tensor.insert_slice %m into %a[2, 0] [2, 3] [1, 2] : tensor<2x3xf64> into tensor<4x5xf64>
+  %s0 = tensor.empty() : tensor<f64>
+  %s1 = linalg.fill ins(%z : f64) outs(%s0 : tensor<f64>) -> tensor<f64>
+  %r = linalg.reduce ins(%c : tensor<4x5xf64>) outs(%s1 : tensor<f64>) dimensions = [0, 1]
+    (%in: f64, %acc: f64) {
+      %q = arith.mulf %in, %in : f64
+      %w = arith.addf %acc, %q : f64
+      linalg.yield %w : f64
+    }
+  return %r : tensor<f64>
+}
+
+func.func @caller(%a: tensor<4x5xf64>) -> tensor<4x5xf64> {
+  %g = ad.grad @slices(%a) : (tensor<4x5xf64>) -> tensor<4x5xf64>
+  return %g : tensor<4x5xf64>
+}
+
+// -----
+
+// A max reduction counts the winners (ties share the cotangent) and sends
+// the cotangent where the value equals the result.
+// CHECK-LABEL: func.func private @maxred_ad_pb_0
+// CHECK: linalg.generic
+// CHECK: arith.cmpf oeq
+// CHECK: arith.select
+// CHECK: arith.divf
+// CHECK: linalg.generic
+// CHECK: arith.cmpf oeq
+// CHECK: arith.select
+func.func @maxred(%a: tensor<8xf64>) -> tensor<f64> {
+  %low = arith.constant -1.0e30 : f64
+  %s0 = tensor.empty() : tensor<f64>
+  %s1 = linalg.fill ins(%low : f64) outs(%s0 : tensor<f64>) -> tensor<f64>
+  %r = linalg.reduce ins(%a : tensor<8xf64>) outs(%s1 : tensor<f64>) dimensions = [0]
+    (%in: f64, %acc: f64) {
+      %m = arith.maximumf %in, %acc : f64
+      linalg.yield %m : f64
+    }
+  return %r : tensor<f64>
+}
+
+func.func @caller(%a: tensor<8xf64>) -> tensor<8xf64> {
+  %g = ad.grad @maxred(%a) : (tensor<8xf64>) -> tensor<8xf64>
+  return %g : tensor<8xf64>
+}
