@@ -76,18 +76,14 @@ public:
                                 0.0);
   }
   void addCotangent(Value original, Value contribution) override {
-    if (!isActive(original))
-      return;
-    Value &slot = cotangents[original];
-    slot = slot ? createCotangentAdd(builder, contribution.getLoc(), slot,
-                                     contribution)
-                : contribution;
+    if (isActive(original))
+      cotangents.add(builder, original, contribution);
   }
   Value lookupCotangent(Value original) override {
     return cotangents.lookup(original);
   }
   void setCotangent(Value original, Value cotangent) override {
-    cotangents[original] = cotangent;
+    cotangents.set(original, cotangent);
   }
   LogicalResult emitReverseOps(Block &original) override {
     for (Operation &op : llvm::reverse(original.without_terminator())) {
@@ -122,7 +118,7 @@ private:
   OpBuilder &builder;
   IRMapping &mapping;
   llvm::DenseSet<Value> varied;
-  DenseMap<Value, Value> cotangents;
+  CotangentMap cotangents;
 };
 
 /// How an output of a linalg.generic combines its block argument (the value

@@ -487,18 +487,14 @@ public:
     return createZerosLike(builder, originalResult.getLoc(), type, like);
   }
   void addCotangent(Value originalOperand, Value contribution) override {
-    if (!activity.isActive(originalOperand))
-      return;
-    Value &slot = cotangents[originalOperand];
-    slot = slot ? createCotangentAdd(builder, contribution.getLoc(), slot,
-                                     contribution)
-                : contribution;
+    if (activity.isActive(originalOperand))
+      cotangents.add(builder, originalOperand, contribution);
   }
   Value lookupCotangent(Value original) override {
     return cotangents.lookup(original);
   }
   void setCotangent(Value original, Value cotangent) override {
-    cotangents[original] = cotangent;
+    cotangents.set(original, cotangent);
   }
 
   LogicalResult emitReverseOps(Block &original) override {
@@ -685,7 +681,7 @@ private:
   ForwardSweep &forward;
   Block *body;
   DenseMap<Value, Value> availableInPullback;
-  DenseMap<Value, Value> cotangents;
+  CotangentMap cotangents;
   DenseMap<Value, Value> primalOverrides;
   SmallVector<ReverseLoopScope> loops;
   Operation *currentOp = nullptr;
@@ -827,10 +823,8 @@ DerivativeGenerator::generate(func::FuncOp callee, ArrayRef<int64_t> wrt) {
   Block &original = callee.getBody().front();
   FunctionType type = callee.getFunctionType();
 
-  SmallVector<Type> cotangentTypes;
-  for (Type result : type.getResults())
-    if (isDifferentiableType(result))
-      cotangentTypes.push_back(result);
+  ArrayRef<Type> cotangentTypes =
+      getPullbackTypeOf(callee, wrt).getCotangentTypes();
 
   func::FuncOp forwardFunction =
       createCompanion(symbolTable, callee, callee,
@@ -906,12 +900,9 @@ DerivativeGenerator::generateRecursive(func::FuncOp callee,
   OpBuilder types(context);
   Type tapeType = MemRefType::get({ShapedType::kDynamic}, types.getF64Type());
   Type indexType = types.getIndexType();
-  SmallVector<Type> cotangentTypes, gradientTypes;
-  for (Type result : type.getResults())
-    if (isDifferentiableType(result))
-      cotangentTypes.push_back(result);
-  for (int64_t position : wrt)
-    gradientTypes.push_back(type.getInput(position));
+  PullbackType closureType = getPullbackTypeOf(callee, wrt);
+  ArrayRef<Type> cotangentTypes = closureType.getCotangentTypes();
+  ArrayRef<Type> gradientTypes = closureType.getGradientTypes();
   unsigned numArgs = type.getNumInputs();
   unsigned numResults = type.getNumResults();
 

@@ -169,6 +169,29 @@ Value createZerosLike(OpBuilder &builder, Location loc, Type type, Value like);
 Value createCotangentAdd(OpBuilder &builder, Location loc, Value lhs,
                          Value rhs);
 
+/// The cotangents accumulated so far in one reverse sweep, keyed by the
+/// original values. Shared by the function-level sweep and the sweep over
+/// a linalg.generic body.
+class CotangentMap {
+public:
+  /// The cotangent of `original`, or null.
+  Value lookup(Value original) const { return cotangents.lookup(original); }
+  bool contains(Value original) const { return cotangents.contains(original); }
+  void set(Value original, Value cotangent) { cotangents[original] = cotangent; }
+  void erase(Value original) { cotangents.erase(original); }
+  /// Adds `contribution` to the cotangent of `original` (a value used
+  /// several times gets the sum of its uses' contributions).
+  void add(OpBuilder &builder, Value original, Value contribution) {
+    Value &slot = cotangents[original];
+    slot = slot ? createCotangentAdd(builder, contribution.getLoc(), slot,
+                                     contribution)
+                : contribution;
+  }
+
+private:
+  DenseMap<Value, Value> cotangents;
+};
+
 } // namespace mlir::ad
 
 #include "ad/IR/ADOpInterfaces.h.inc"
