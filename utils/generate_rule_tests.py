@@ -740,6 +740,26 @@ TENSORS = {
     "sub": binary_named("linalg.sub", [2, 3]),
     "mul": binary_named("linalg.mul", [2, 3]),
     "exp": unary_named("linalg.exp", [2, 3]),
+    # Named ops whose domain needs positive inputs: exp first.
+    "div_log_sqrt": tensor_case(
+        build("A", [2, 3], "a", "b", 0) + build("B", [2, 3], "b", "a", 1) +
+        zeros("O1", [2, 3]) + zeros("O2", [2, 3]) + zeros("O3", [2, 3]) +
+        ["%EB = math.exp %B : tensor<2x3x{t}>",
+         "%D = linalg.div ins(%A, %EB : tensor<2x3x{t}>, tensor<2x3x{t}>) outs(%O1 : tensor<2x3x{t}>) -> tensor<2x3x{t}>",
+         "%L = linalg.log ins(%EB : tensor<2x3x{t}>) outs(%O2 : tensor<2x3x{t}>) -> tensor<2x3x{t}>",
+         "%Q = linalg.sqrt ins(%EB : tensor<2x3x{t}>) outs(%O3 : tensor<2x3x{t}>) -> tensor<2x3x{t}>",
+         "%DL = arith.mulf %D, %L : tensor<2x3x{t}>",
+         "%C = arith.addf %DL, %Q : tensor<2x3x{t}>"] +
+        loss("C", [2, 3])),
+    "max_min_negf_abs": tensor_case(
+        build("A", [2, 3], "a", "b", 0) + build("B", [2, 3], "b", "a", 1) +
+        zeros("O1", [2, 3]) + zeros("O2", [2, 3]) + zeros("O3", [2, 3]) + zeros("O4", [2, 3]) +
+        ["%M = linalg.max ins(%A, %B : tensor<2x3x{t}>, tensor<2x3x{t}>) outs(%O1 : tensor<2x3x{t}>) -> tensor<2x3x{t}>",
+         "%N = linalg.min ins(%A, %B : tensor<2x3x{t}>, tensor<2x3x{t}>) outs(%O2 : tensor<2x3x{t}>) -> tensor<2x3x{t}>",
+         "%G = linalg.negf ins(%M : tensor<2x3x{t}>) outs(%O3 : tensor<2x3x{t}>) -> tensor<2x3x{t}>",
+         "%S = linalg.abs ins(%N : tensor<2x3x{t}>) outs(%O4 : tensor<2x3x{t}>) -> tensor<2x3x{t}>",
+         "%C = arith.mulf %G, %S : tensor<2x3x{t}>"] +
+        loss("C", [2, 3])),
     "map": tensor_case(
         build("A", [2, 3], "a", "b", 0) + build("B", [2, 3], "b", "a", 1) +
         zeros("O", [2, 3]) +
