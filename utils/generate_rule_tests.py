@@ -874,6 +874,21 @@ TENSORS = {
          "  tensor.yield %pv : {t}",
          "}} : tensor<3x3x{t}> to tensor<4x5x{t}>"] +
         loss("C", [4, 5])),
+    "generate_reshape": tensor_case(
+        ["%ab = arith.mulf %a, %b : {t}",
+         "%G = tensor.generate {{",
+         "^bb0(%g_i: index, %g_j: index):",
+         "  %g_k = arith.addi %g_i, %g_j : index",
+         "  %g_l = arith.index_cast %g_k : index to i64",
+         "  %g_f = arith.sitofp %g_l : i64 to {t}",
+         "  %g_s = math.sin %g_f : {t}",
+         "  %g_u = arith.mulf %a, %g_s : {t}",
+         "  %g_v = arith.addf %g_u, %ab : {t}",
+         "  tensor.yield %g_v : {t}",
+         "}} : tensor<2x6x{t}>",
+         "%shape = arith.constant dense<[3, 4]> : tensor<2xindex>",
+         "%C = tensor.reshape %G(%shape) : (tensor<2x6x{t}>, tensor<2xindex>) -> tensor<3x4x{t}>"] +
+        loss("C", [3, 4])),
     "extract_insert": tensor_case(
         build("A", [2, 3], "a", "b", 0) +
         ["%i0 = arith.constant 0 : index",

@@ -10,8 +10,8 @@
 // linalg-generalize-named-ops (ad-differentiate runs it).
 //
 // tensor ops move cotangents the way the op moves values: extract/insert
-// and their slice forms, splat (sum), from_elements, reshapes, cast, concat,
-// pad.
+// and their slice forms, splat (sum), from_elements, generate, reshapes,
+// cast, concat, pad.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,7 +42,7 @@ static Value zerosLike(OpBuilder &b, Location loc, RankedTensorType type,
 class BodyReverseEmitter : public ReverseEmitter {
 public:
   BodyReverseEmitter(OpBuilder &builder, IRMapping &mapping, Block &body,
-                     BlockArgument wrt)
+                     Value wrt)
       : builder(builder), mapping(mapping) {
     SmallVector<Value> worklist = {wrt};
     while (!worklist.empty()) {
@@ -751,6 +751,97 @@ struct PadRule
   }
 };
 
+/// tensor.generate: a scalar the body reads from outside gets, summed over
+/// all positions, the body's derivative times the element's cotangent (one
+/// reduction generic per such scalar, recomputing the body).
+struct GenerateRule
+    : ReverseRuleOpInterface::ExternalModel<GenerateRule, tensor::GenerateOp> {
+  LogicalResult emitReverse(Operation *op, ReverseEmitter &emitter) const {
+    auto generate = cast<tensor::GenerateOp>(op);
+    OpBuilder &b = emitter.getBuilder();
+    Location loc = generate.getLoc();
+    MLIRContext *context = generate.getContext();
+    Value cotangent = emitter.getCotangent(generate.getResult());
+    Block &body = generate.getBody().front();
+    llvm::SetVector<Value> captured;
+    getUsedValuesDefinedAbove(generate.getBody(), captured);
+    SmallVector<Value> primals;
+    for (Value value : captured)
+      primals.push_back(emitter.getPrimal(value));
+    unsigned rank = generate.getType().getRank();
+    SmallVector<AffineMap> maps = {
+        AffineMap::getMultiDimIdentityMap(rank, context),
+        AffineMap::get(rank, 0, {}, context)};
+    SmallVector<utils::IteratorType> iterators(
+        rank, utils::IteratorType::reduction);
+    for (Value wrt : captured) {
+      if (!emitter.isActive(wrt))
+        continue;
+      if (!isa<FloatType>(wrt.getType()))
+        return generate.emitError("cannot differentiate a tensor.generate "
+                                  "whose body reads an active tensor yet");
+      auto accType = RankedTensorType::get({}, wrt.getType());
+      Value acc = createZerosLike(b, loc, accType, Value());
+      bool bodyFailed = false;
+      auto adjoint = linalg::GenericOp::create(
+          b, loc, TypeRange{accType}, ValueRange{cotangent}, ValueRange{acc},
+          maps, iterators,
+          [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+            IRMapping mapping;
+            for (unsigned dim = 0; dim < rank; ++dim)
+              mapping.map(body.getArgument(dim),
+                          linalg::IndexOp::create(nested, nestedLoc, dim));
+            for (auto [value, primal] : llvm::zip(captured, primals))
+              mapping.map(value, primal);
+            for (Operation &bodyOp : body.without_terminator())
+              nested.clone(bodyOp, mapping);
+            BodyReverseEmitter reverse(nested, mapping, body, wrt);
+            reverse.addCotangent(body.getTerminator()->getOperand(0), args[0]);
+            bodyFailed = failed(reverse.emitReverseOps(body));
+            Value sum = args[1];
+            if (Value contribution = reverse.lookupCotangent(wrt))
+              sum = arith::AddFOp::create(nested, nestedLoc, sum, contribution);
+            linalg::YieldOp::create(nested, nestedLoc, sum);
+          });
+      if (bodyFailed)
+        return failure();
+      emitter.addCotangent(wrt, tensor::ExtractOp::create(
+                                    b, loc, adjoint.getResult(0), ValueRange()));
+    }
+    return success();
+  }
+};
+
+/// tensor.reshape: reshape the cotangent back to the source's shape.
+struct ReshapeRule
+    : ReverseRuleOpInterface::ExternalModel<ReshapeRule, tensor::ReshapeOp> {
+  LogicalResult emitReverse(Operation *op, ReverseEmitter &emitter) const {
+    auto reshape = cast<tensor::ReshapeOp>(op);
+    OpBuilder &b = emitter.getBuilder();
+    Location loc = reshape.getLoc();
+    auto sourceType = cast<RankedTensorType>(reshape.getSource().getType());
+    auto shapeType = cast<RankedTensorType>(reshape.getShape().getType());
+    Value source = emitter.getPrimal(reshape.getSource());
+    SmallVector<Value> extents;
+    for (OpFoldResult size : sizesOf(b, loc, source)) {
+      Value extent = getValueOrCreateConstantIndexOp(b, loc, size);
+      if (!shapeType.getElementType().isIndex())
+        extent = arith::IndexCastOp::create(b, loc,
+                                            shapeType.getElementType(), extent);
+      extents.push_back(extent);
+    }
+    auto backShapeType = RankedTensorType::get(
+        {(int64_t)extents.size()}, shapeType.getElementType());
+    Value shape = tensor::FromElementsOp::create(b, loc, backShapeType, extents);
+    emitter.addCotangent(
+        reshape.getSource(),
+        tensor::ReshapeOp::create(b, loc, sourceType,
+                                  emitter.getCotangent(reshape.getResult()),
+                                  shape));
+    return success();
+  }
+};
+
 /// tensor.cast only changes what is known of the shape: cast back.
 struct CastRule
     : ReverseRuleOpInterface::ExternalModel<CastRule, tensor::CastOp> {
@@ -784,5 +875,7 @@ void mlir::ad::registerLinalgReverseRules(DialectRegistry &registry) {
     tensor::CollapseShapeOp::attachInterface<CollapseShapeRule>(*context);
     tensor::ConcatOp::attachInterface<ConcatRule>(*context);
     tensor::PadOp::attachInterface<PadRule>(*context);
+    tensor::GenerateOp::attachInterface<GenerateRule>(*context);
+    tensor::ReshapeOp::attachInterface<ReshapeRule>(*context);
   });
 }

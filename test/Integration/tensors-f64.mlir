@@ -3935,6 +3935,94 @@ func.func @check_concat_pad(%point: i64, %p0: f64, %p1: f64) {
   return
 }
 
+func.func @case_generate_reshape(%a: f64, %b: f64) -> f64 {
+  %ab = arith.mulf %a, %b : f64
+  %G = tensor.generate {
+  ^bb0(%g_i: index, %g_j: index):
+    %g_k = arith.addi %g_i, %g_j : index
+    %g_l = arith.index_cast %g_k : index to i64
+    %g_f = arith.sitofp %g_l : i64 to f64
+    %g_s = math.sin %g_f : f64
+    %g_u = arith.mulf %a, %g_s : f64
+    %g_v = arith.addf %g_u, %ab : f64
+    tensor.yield %g_v : f64
+  } : tensor<2x6xf64>
+  %shape = arith.constant dense<[3, 4]> : tensor<2xindex>
+  %C = tensor.reshape %G(%shape) : (tensor<2x6xf64>, tensor<2xindex>) -> tensor<3x4xf64>
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<3x4xf64>) outs(%l_init : tensor<f64>) dimensions = [0, 1]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @case_generate_reshape_ref(%a: f64, %b: f64) -> f64 {
+  %ab = arith.mulf %a, %b : f64
+  %G = tensor.generate {
+  ^bb0(%g_i: index, %g_j: index):
+    %g_k = arith.addi %g_i, %g_j : index
+    %g_l = arith.index_cast %g_k : index to i64
+    %g_f = arith.sitofp %g_l : i64 to f64
+    %g_s = math.sin %g_f : f64
+    %g_u = arith.mulf %a, %g_s : f64
+    %g_v = arith.addf %g_u, %ab : f64
+    tensor.yield %g_v : f64
+  } : tensor<2x6xf64>
+  %shape = arith.constant dense<[3, 4]> : tensor<2xindex>
+  %C = tensor.reshape %G(%shape) : (tensor<2x6xf64>, tensor<2xindex>) -> tensor<3x4xf64>
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<3x4xf64>) outs(%l_init : tensor<f64>) dimensions = [0, 1]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @check_generate_reshape(%point: i64, %p0: f64, %p1: f64) {
+  %g0, %g1 = ad.grad @case_generate_reshape(%p0, %p1) : (f64, f64) -> (f64, f64)
+  %tol = arith.constant 1.000000e-06 : f64
+  %xp0, %xm0 = func.call @step(%p0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_generate_reshape_ref(%xp0, %p1) : (f64, f64) -> f64
+  %fm0 = func.call @case_generate_reshape_ref(%xm0, %p1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "generate_reshape p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%g0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %xp1, %xm1 = func.call @step(%p1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_generate_reshape_ref(%p0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_generate_reshape_ref(%p0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "generate_reshape p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%g1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
 func.func @case_extract_insert(%a: f64, %b: f64) -> f64 {
   %A_e = tensor.empty() : tensor<2x3xf64>
   %A = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%A_e : tensor<2x3xf64>) {
@@ -4307,6 +4395,14 @@ func.func @main() {
   %concat_pad_1_1 = arith.constant 0.9 : f64
   %concat_pad_1_id = arith.constant 1 : i64
   func.call @check_concat_pad(%concat_pad_1_id, %concat_pad_1_0, %concat_pad_1_1) : (i64, f64, f64) -> ()
+  %generate_reshape_0_0 = arith.constant 0.7 : f64
+  %generate_reshape_0_1 = arith.constant -0.4 : f64
+  %generate_reshape_0_id = arith.constant 0 : i64
+  func.call @check_generate_reshape(%generate_reshape_0_id, %generate_reshape_0_0, %generate_reshape_0_1) : (i64, f64, f64) -> ()
+  %generate_reshape_1_0 = arith.constant -0.3 : f64
+  %generate_reshape_1_1 = arith.constant 0.9 : f64
+  %generate_reshape_1_id = arith.constant 1 : i64
+  func.call @check_generate_reshape(%generate_reshape_1_id, %generate_reshape_1_0, %generate_reshape_1_1) : (i64, f64, f64) -> ()
   %extract_insert_0_0 = arith.constant 0.7 : f64
   %extract_insert_0_1 = arith.constant -0.4 : f64
   %extract_insert_0_id = arith.constant 0 : i64
@@ -4427,6 +4523,10 @@ func.func @main() {
 // CHECK: concat_pad p0 db: ok
 // CHECK: concat_pad p1 da: ok
 // CHECK: concat_pad p1 db: ok
+// CHECK: generate_reshape p0 da: ok
+// CHECK: generate_reshape p0 db: ok
+// CHECK: generate_reshape p1 da: ok
+// CHECK: generate_reshape p1 db: ok
 // CHECK: extract_insert p0 da: ok
 // CHECK: extract_insert p0 db: ok
 // CHECK: extract_insert p1 da: ok
