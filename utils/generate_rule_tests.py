@@ -874,6 +874,17 @@ TENSORS = {
          "  tensor.yield %pv : {t}",
          "}} : tensor<3x3x{t}> to tensor<4x5x{t}>"] +
         loss("C", [4, 5])),
+    # A generic whose body reads the scalar arguments directly.
+    "generic_captures": tensor_case(
+        build("A", [3, 4], "a", "b", 0) + zeros("O", [3, 4]) +
+        ["%C = linalg.generic {{indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = [\"parallel\", \"parallel\"]}} ins(%A : tensor<3x4x{t}>) outs(%O : tensor<3x4x{t}>) {{",
+         "^bb0(%c_in: {t}, %c_out: {t}):",
+         "  %c_p = arith.mulf %c_in, %a : {t}",
+         "  %c_e = math.exp %b : {t}",
+         "  %c_s = arith.addf %c_p, %c_e : {t}",
+         "  linalg.yield %c_s : {t}",
+         "}} -> tensor<3x4x{t}>"] +
+        loss("C", [3, 4])),
     "generate_reshape": tensor_case(
         ["%ab = arith.mulf %a, %b : {t}",
          "%G = tensor.generate {{",

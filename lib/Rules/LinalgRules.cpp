@@ -288,10 +288,10 @@ struct GenericRule
     llvm::SetVector<Value> captured;
     getUsedValuesDefinedAbove(generic.getRegion(), captured);
     for (Value value : captured)
-      if (emitter.isActive(value))
+      if (emitter.isActive(value) && !isa<FloatType>(value.getType()))
         return generic.emitError(
             "cannot differentiate this linalg.generic yet: its body reads an "
-            "active value defined outside it");
+            "active tensor defined outside it");
 
     SmallVector<Value> inputs, capturedPrimals;
     for (Value input : generic.getDpsInputs())
@@ -381,9 +381,9 @@ struct GenericRule
           b, loc, TypeRange{accType}, adjointInputs, ValueRange{acc},
           adjointMaps, iterators,
           [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
-            bodyFailed = failed(buildAdjointBody(nested, nestedLoc, generic,
-                                                 body, k, *combiners, args,
-                                                 captured, capturedPrimals));
+            bodyFailed = failed(buildAdjointBody(
+                nested, nestedLoc, generic, body, body.getArgument(k),
+                *combiners, args, captured, capturedPrimals));
           });
       if (bodyFailed)
         return failure();
@@ -396,15 +396,50 @@ struct GenericRule
         gradient = tensor::ExtractOp::create(b, loc, gradient, ValueRange());
       emitter.addCotangent(input, gradient);
     }
+
+    // A scalar read from outside the body gets the sum over all iterations.
+    for (Value value : captured) {
+      if (!emitter.isActive(value))
+        continue;
+      bool selects = llvm::is_contained(*combiners, Combiner::Select);
+      SmallVector<AffineMap> adjointMaps(maps.begin(), maps.end());
+      SmallVector<Value> adjointInputs(inputs);
+      llvm::append_range(adjointInputs, resultCotangents);
+      if (selects) {
+        for (unsigned j = 0; j < generic.getNumDpsInits(); ++j)
+          adjointMaps.push_back(maps[numInputs + j]);
+        llvm::append_range(adjointInputs, resultPrimals);
+      }
+      adjointMaps.push_back(AffineMap::get(numLoops, 0, {}, context));
+      auto accType = RankedTensorType::get({}, value.getType());
+      Value acc = createZerosLike(b, loc, accType, Value());
+      SmallVector<utils::IteratorType> iterators(
+          numLoops, utils::IteratorType::reduction);
+      bool bodyFailed = false;
+      auto adjoint = linalg::GenericOp::create(
+          b, loc, TypeRange{accType}, adjointInputs, ValueRange{acc},
+          adjointMaps, iterators,
+          [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+            bodyFailed = failed(buildAdjointBody(nested, nestedLoc, generic,
+                                                 body, value, *combiners, args,
+                                                 captured, capturedPrimals));
+          });
+      if (bodyFailed)
+        return failure();
+      emitter.addCotangent(value, tensor::ExtractOp::create(
+                                      b, loc, adjoint.getResult(0),
+                                      ValueRange()));
+    }
     return success();
   }
 
-  /// The body of the adjoint generic for input `k`: recompute the original
-  /// body, run its scalar rules backwards from the result cotangents, and
-  /// add the cotangent of block argument `k` to the accumulator.
+  /// The body of an adjoint generic: recompute the original body, run its
+  /// scalar rules backwards from the result cotangents, and add the
+  /// cotangent of `wrt` (a block argument, or a scalar from outside) to the
+  /// accumulator.
   static LogicalResult buildAdjointBody(OpBuilder &b, Location loc,
                                         linalg::GenericOp generic, Block &body,
-                                        unsigned k,
+                                        Value wrt,
                                         ArrayRef<Combiner> combiners,
                                         ValueRange args,
                                         const llvm::SetVector<Value> &captured,
@@ -425,7 +460,7 @@ struct GenericRule
     for (Operation &op : body.without_terminator())
       b.clone(op, mapping);
 
-    BodyReverseEmitter reverse(b, mapping, body, body.getArgument(k));
+    BodyReverseEmitter reverse(b, mapping, body, wrt);
     Operation *yield = body.getTerminator();
     for (unsigned j = 0; j < numOutputs; ++j) {
       Value cotangent = args[numInputs + j];
@@ -451,7 +486,7 @@ struct GenericRule
     if (failed(reverse.emitReverseOps(body)))
       return failure();
     Value accumulated = args.back();
-    Value contribution = reverse.lookupCotangent(body.getArgument(k));
+    Value contribution = reverse.lookupCotangent(wrt);
     if (contribution)
       accumulated = arith::AddFOp::create(b, loc, accumulated, contribution);
     linalg::YieldOp::create(b, loc, accumulated);

@@ -3935,6 +3935,134 @@ func.func @check_concat_pad(%point: i64, %p0: f64, %p1: f64) {
   return
 }
 
+func.func @case_generic_captures(%a: f64, %b: f64) -> f64 {
+  %A_e = tensor.empty() : tensor<3x4xf64>
+  %A = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%A_e : tensor<3x4xf64>) {
+  ^bb0(%A_x: f64, %A_y: f64, %A_o: f64):
+    %A_p0 = arith.constant 0.25 : f64
+    %A_i0 = linalg.index 0 : index
+    %A_l0 = arith.index_cast %A_i0 : index to i64
+    %A_f0 = arith.sitofp %A_l0 : i64 to f64
+    %A_c0 = arith.constant 1.3 : f64
+    %A_m0 = arith.mulf %A_f0, %A_c0 : f64
+    %A_p1 = arith.addf %A_p0, %A_m0 : f64
+    %A_i1 = linalg.index 1 : index
+    %A_l1 = arith.index_cast %A_i1 : index to i64
+    %A_f1 = arith.sitofp %A_l1 : i64 to f64
+    %A_c1 = arith.constant 1.9 : f64
+    %A_m1 = arith.mulf %A_f1, %A_c1 : f64
+    %A_p2 = arith.addf %A_p1, %A_m1 : f64
+    %A_s = math.sin %A_p2 : f64
+    %A_k = math.cos %A_p2 : f64
+    %A_u = arith.mulf %A_x, %A_s : f64
+    %A_v = arith.mulf %A_y, %A_k : f64
+    %A_w = arith.addf %A_u, %A_v : f64
+    linalg.yield %A_w : f64
+  } -> tensor<3x4xf64>
+  %O_z0 = arith.constant 0.0 : f64
+  %O_ze = tensor.empty() : tensor<3x4xf64>
+  %O = linalg.fill ins(%O_z0 : f64) outs(%O_ze : tensor<3x4xf64>) -> tensor<3x4xf64>
+  %C = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%A : tensor<3x4xf64>) outs(%O : tensor<3x4xf64>) {
+  ^bb0(%c_in: f64, %c_out: f64):
+    %c_p = arith.mulf %c_in, %a : f64
+    %c_e = math.exp %b : f64
+    %c_s = arith.addf %c_p, %c_e : f64
+    linalg.yield %c_s : f64
+  } -> tensor<3x4xf64>
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<3x4xf64>) outs(%l_init : tensor<f64>) dimensions = [0, 1]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @case_generic_captures_ref(%a: f64, %b: f64) -> f64 {
+  %A_e = tensor.empty() : tensor<3x4xf64>
+  %A = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%A_e : tensor<3x4xf64>) {
+  ^bb0(%A_x: f64, %A_y: f64, %A_o: f64):
+    %A_p0 = arith.constant 0.25 : f64
+    %A_i0 = linalg.index 0 : index
+    %A_l0 = arith.index_cast %A_i0 : index to i64
+    %A_f0 = arith.sitofp %A_l0 : i64 to f64
+    %A_c0 = arith.constant 1.3 : f64
+    %A_m0 = arith.mulf %A_f0, %A_c0 : f64
+    %A_p1 = arith.addf %A_p0, %A_m0 : f64
+    %A_i1 = linalg.index 1 : index
+    %A_l1 = arith.index_cast %A_i1 : index to i64
+    %A_f1 = arith.sitofp %A_l1 : i64 to f64
+    %A_c1 = arith.constant 1.9 : f64
+    %A_m1 = arith.mulf %A_f1, %A_c1 : f64
+    %A_p2 = arith.addf %A_p1, %A_m1 : f64
+    %A_s = math.sin %A_p2 : f64
+    %A_k = math.cos %A_p2 : f64
+    %A_u = arith.mulf %A_x, %A_s : f64
+    %A_v = arith.mulf %A_y, %A_k : f64
+    %A_w = arith.addf %A_u, %A_v : f64
+    linalg.yield %A_w : f64
+  } -> tensor<3x4xf64>
+  %O_z0 = arith.constant 0.0 : f64
+  %O_ze = tensor.empty() : tensor<3x4xf64>
+  %O = linalg.fill ins(%O_z0 : f64) outs(%O_ze : tensor<3x4xf64>) -> tensor<3x4xf64>
+  %C = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%A : tensor<3x4xf64>) outs(%O : tensor<3x4xf64>) {
+  ^bb0(%c_in: f64, %c_out: f64):
+    %c_p = arith.mulf %c_in, %a : f64
+    %c_e = math.exp %b : f64
+    %c_s = arith.addf %c_p, %c_e : f64
+    linalg.yield %c_s : f64
+  } -> tensor<3x4xf64>
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<3x4xf64>) outs(%l_init : tensor<f64>) dimensions = [0, 1]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @check_generic_captures(%point: i64, %p0: f64, %p1: f64) {
+  %g0, %g1 = ad.grad @case_generic_captures(%p0, %p1) : (f64, f64) -> (f64, f64)
+  %tol = arith.constant 1.000000e-06 : f64
+  %xp0, %xm0 = func.call @step(%p0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_generic_captures_ref(%xp0, %p1) : (f64, f64) -> f64
+  %fm0 = func.call @case_generic_captures_ref(%xm0, %p1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "generic_captures p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%g0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %xp1, %xm1 = func.call @step(%p1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_generic_captures_ref(%p0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_generic_captures_ref(%p0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "generic_captures p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%g1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
 func.func @case_generate_reshape(%a: f64, %b: f64) -> f64 {
   %ab = arith.mulf %a, %b : f64
   %G = tensor.generate {
@@ -4395,6 +4523,14 @@ func.func @main() {
   %concat_pad_1_1 = arith.constant 0.9 : f64
   %concat_pad_1_id = arith.constant 1 : i64
   func.call @check_concat_pad(%concat_pad_1_id, %concat_pad_1_0, %concat_pad_1_1) : (i64, f64, f64) -> ()
+  %generic_captures_0_0 = arith.constant 0.7 : f64
+  %generic_captures_0_1 = arith.constant -0.4 : f64
+  %generic_captures_0_id = arith.constant 0 : i64
+  func.call @check_generic_captures(%generic_captures_0_id, %generic_captures_0_0, %generic_captures_0_1) : (i64, f64, f64) -> ()
+  %generic_captures_1_0 = arith.constant -0.3 : f64
+  %generic_captures_1_1 = arith.constant 0.9 : f64
+  %generic_captures_1_id = arith.constant 1 : i64
+  func.call @check_generic_captures(%generic_captures_1_id, %generic_captures_1_0, %generic_captures_1_1) : (i64, f64, f64) -> ()
   %generate_reshape_0_0 = arith.constant 0.7 : f64
   %generate_reshape_0_1 = arith.constant -0.4 : f64
   %generate_reshape_0_id = arith.constant 0 : i64
@@ -4523,6 +4659,10 @@ func.func @main() {
 // CHECK: concat_pad p0 db: ok
 // CHECK: concat_pad p1 da: ok
 // CHECK: concat_pad p1 db: ok
+// CHECK: generic_captures p0 da: ok
+// CHECK: generic_captures p0 db: ok
+// CHECK: generic_captures p1 da: ok
+// CHECK: generic_captures p1 db: ok
 // CHECK: generate_reshape p0 da: ok
 // CHECK: generate_reshape p0 db: ok
 // CHECK: generate_reshape p1 da: ok
