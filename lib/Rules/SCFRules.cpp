@@ -76,9 +76,96 @@ static Value zeroOf(OpBuilder &b, Location loc, Type type) {
   return arith::ConstantOp::create(b, loc, cast<TypedAttr>(b.getZeroAttr(type)));
 }
 
+/// Whether the trip counts of `loop` and of the loops around it cannot all
+/// be computed at function entry: it is nested in an scf.while or in such a
+/// loop, or its bounds are computed inside an enclosing region. Such a loop
+/// keeps its tape in rows of a growable tape instead of buffers sized once.
+static bool needsGrowableTape(scf::ForOp loop) {
+  auto function = loop->getParentOfType<func::FuncOp>();
+  if (!function)
+    return false;
+  Block *entry = &function.getBody().front();
+  for (Value bound :
+       {loop.getLowerBound(), loop.getUpperBound(), loop.getStep()}) {
+    Operation *def = bound.getDefiningOp();
+    bool constant = def && def->hasTrait<OpTrait::ConstantLike>();
+    if (bound.getParentBlock() != entry && !constant)
+      return true;
+  }
+  for (Operation *parent = loop->getParentOp(); parent != function;
+       parent = parent->getParentOp()) {
+    if (isa<scf::WhileOp>(parent))
+      return true;
+    if (auto outer = dyn_cast<scf::ForOp>(parent))
+      if (needsGrowableTape(outer))
+        return true;
+  }
+  return false;
+}
+
 struct ForRule : ReverseRuleOpInterface::ExternalModel<ForRule, scf::ForOp> {
+  bool usesGrowableTape(Operation *op) const {
+    return needsGrowableTape(cast<scf::ForOp>(op));
+  }
+
+  /// The forward loop when its tape is a growable one: it carries its row
+  /// counter and tape (first in the carried tapes) and fills one row per
+  /// iteration.
+  LogicalResult emitForwardWithRows(scf::ForOp loop,
+                                    ForwardEmitter &emitter) const {
+    OpBuilder &b = emitter.getBuilder();
+    Location loc = loop.getLoc();
+    Value lb = emitter.lookup(loop.getLowerBound());
+    Value ub = emitter.lookup(loop.getUpperBound());
+    Value step = emitter.lookup(loop.getStep());
+    Value trips = tripCount(b, loc, lb, ub, step);
+    SmallVector<Value> tapes = emitter.getCarriedTapes(loop);
+    Value firstRow = tapes[1];
+    Value width = emitter.getRowWidth(loop);
+
+    SmallVector<Value> inits;
+    for (Value init : loop.getInitArgs())
+      inits.push_back(emitter.lookup(init));
+    unsigned numResults = inits.size();
+    llvm::append_range(inits, tapes);
+    auto forward = scf::ForOp::create(b, loc, lb, ub, step, inits);
+    Block *body = forward.getBody();
+    dropTerminator(body);
+    emitter.mapValues(loop.getBody()->getArguments(),
+                      body->getArguments().take_front(1 + numResults));
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(body);
+      Value buffer = body->getArgument(1 + numResults);
+      Value row = body->getArgument(2 + numResults);
+      Value grown = growTapeIfFull(b, loc, buffer, row, width);
+      SmallVector<Value> carried = {grown, row};
+      llvm::append_range(carried,
+                         body->getArguments().drop_front(3 + numResults));
+      emitter.setCarriedTapes(loop, carried);
+      emitter.beginRows(body, loop, row, grown);
+      if (failed(emitter.emitOps(*loop.getBody(), /*withTerminator=*/false)))
+        return failure();
+      SmallVector<Value> yields;
+      for (Value value : loop.getBody()->getTerminator()->getOperands())
+        yields.push_back(emitter.lookup(value));
+      SmallVector<Value> current = emitter.getCarriedTapes(loop);
+      yields.push_back(current[0]);
+      Value one = arith::ConstantIndexOp::create(b, loc, 1);
+      yields.push_back(arith::AddIOp::create(b, loc, row, one));
+      llvm::append_range(yields, ArrayRef<Value>(current).drop_front(2));
+      scf::YieldOp::create(b, loc, yields);
+    }
+    emitter.mapResults(loop, forward.getResults().take_front(numResults));
+    emitter.setCarriedTapes(loop, forward.getResults().drop_front(numResults));
+    emitter.setResiduals(loop, {trips, lb, step, firstRow});
+    return success();
+  }
+
   LogicalResult emitForward(Operation *op, ForwardEmitter &emitter) const {
     auto loop = cast<scf::ForOp>(op);
+    if (needsGrowableTape(loop))
+      return emitForwardWithRows(loop, emitter);
     OpBuilder &b = emitter.getBuilder();
     Location loc = loop.getLoc();
     SmallVector<Value> bounds = {emitter.lookup(loop.getLowerBound()),
@@ -130,6 +217,7 @@ struct ForRule : ReverseRuleOpInterface::ExternalModel<ForRule, scf::ForOp> {
     Location loc = loop.getLoc();
     SmallVector<Value> residuals = emitter.getResiduals(op);
     Value trips = residuals[0], lb = residuals[1], step = residuals[2];
+    bool rows = needsGrowableTape(loop);
     Block &body = *loop.getBody();
     auto yield = cast<scf::YieldOp>(body.getTerminator());
 
@@ -154,7 +242,12 @@ struct ForRule : ReverseRuleOpInterface::ExternalModel<ForRule, scf::ForOp> {
       Value last = arith::SubIOp::create(b, loc, trips, c1);
       Value iteration =
           arith::SubIOp::create(b, loc, last, reverse.getInductionVar());
-      emitter.beginLoop(&body, iteration, trips);
+      if (rows)
+        emitter.beginRows(&body, op,
+                          arith::AddIOp::create(b, loc, residuals[3],
+                                                iteration));
+      else
+        emitter.beginLoop(&body, iteration, trips);
       // The induction variable of the iteration being reversed.
       Type ivType = loop.getInductionVar().getType();
       Value typedIteration =
@@ -181,7 +274,10 @@ struct ForRule : ReverseRuleOpInterface::ExternalModel<ForRule, scf::ForOp> {
       for (Value value : outer)
         yields.push_back(emitter.lookupCotangent(value));
       scf::YieldOp::create(b, loc, yields);
-      emitter.endLoop(&body);
+      if (rows)
+        emitter.endRows(&body);
+      else
+        emitter.endLoop(&body);
     }
     // Outer values first: an init may be one of them.
     for (auto [index, value] : llvm::enumerate(outer))
@@ -401,22 +497,28 @@ struct WhileRule
     auto loop = cast<scf::WhileOp>(op);
     OpBuilder &b = emitter.getBuilder();
     Location loc = loop.getLoc();
+    // The carried tapes: this loop's (buffer, next row) first, then those
+    // of loops nested in it.
     SmallVector<Value> tapes = emitter.getCarriedTapes(op);
-    if (tapes.size() != 2)
-      return op->emitError("cannot differentiate nested scf.while loops yet");
     Value firstRow = tapes[1];
     Value width = emitter.getRowWidth(op);
+    ArrayRef<Value> nested = ArrayRef<Value>(tapes).drop_front(2);
 
-    // Carried: the original values, the current row, the tape.
+    // Carried: the original values, the current row, the tape, the nested
+    // tapes.
     SmallVector<Value> inits;
     for (Value init : loop.getInits())
       inits.push_back(emitter.lookup(init));
     unsigned numInits = inits.size();
     inits.push_back(firstRow);
     inits.push_back(tapes[0]);
+    llvm::append_range(inits, nested);
+    unsigned numPassed = loop.getNumResults();
     SmallVector<Type> resultTypes(loop.getResultTypes());
     resultTypes.push_back(b.getIndexType());
     resultTypes.push_back(tapes[0].getType());
+    for (Value tape : nested)
+      resultTypes.push_back(tape.getType());
     auto forward = scf::WhileOp::create(b, loc, resultTypes, inits);
 
     Block &originalBefore = loop.getBefore().front();
@@ -429,23 +531,40 @@ struct WhileRule
     forward.getAfter().push_back(after);
     for (Type type : resultTypes)
       after->addArgument(type, loc);
+
+    // Emits one region whose block carries (row, tape, nested...) from
+    // position `first`; returns the values to pass on after its ops.
+    auto emitRegion = [&](Block &original, Block *target, unsigned first,
+                          bool grow) -> FailureOr<SmallVector<Value>> {
+      Value row = target->getArgument(first);
+      Value tape = target->getArgument(first + 1);
+      if (grow)
+        tape = growTapeIfFull(b, loc, tape, row, width);
+      SmallVector<Value> carried = {tape, row};
+      llvm::append_range(carried, target->getArguments().drop_front(first + 2));
+      emitter.setCarriedTapes(op, carried);
+      emitter.beginRows(target, op, row, tape);
+      if (failed(emitter.emitOps(original, /*withTerminator=*/false)))
+        return failure();
+      SmallVector<Value> current = emitter.getCarriedTapes(op);
+      SmallVector<Value> passed = {row, tape};
+      llvm::append_range(passed, ArrayRef<Value>(current).drop_front(2));
+      return passed;
+    };
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(before);
-      Value row = before->getArgument(numInits);
-      Value tape = growTapeIfFull(b, loc, before->getArgument(numInits + 1),
-                                  row, width);
       emitter.mapValues(originalBefore.getArguments(),
                         before->getArguments().take_front(numInits));
-      emitter.beginRows(before, op, row, tape);
-      if (failed(emitter.emitOps(originalBefore, /*withTerminator=*/false)))
+      FailureOr<SmallVector<Value>> carried =
+          emitRegion(originalBefore, before, numInits, /*grow=*/true);
+      if (failed(carried))
         return failure();
       auto condition = cast<scf::ConditionOp>(originalBefore.getTerminator());
       SmallVector<Value> passed;
       for (Value value : condition.getArgs())
         passed.push_back(emitter.lookup(value));
-      passed.push_back(row);
-      passed.push_back(tape);
+      llvm::append_range(passed, *carried);
       scf::ConditionOp::create(b, loc,
                                emitter.lookup(condition.getCondition()),
                                passed);
@@ -453,29 +572,28 @@ struct WhileRule
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(after);
-      unsigned numPassed = loop.getNumResults();
-      Value row = after->getArgument(numPassed);
-      Value tape = after->getArgument(numPassed + 1);
       emitter.mapValues(originalAfter.getArguments(),
                         after->getArguments().take_front(numPassed));
-      emitter.beginRows(after, op, row, tape);
-      if (failed(emitter.emitOps(originalAfter, /*withTerminator=*/false)))
+      FailureOr<SmallVector<Value>> carried =
+          emitRegion(originalAfter, after, numPassed, /*grow=*/false);
+      if (failed(carried))
         return failure();
       SmallVector<Value> yields;
       for (Value value : originalAfter.getTerminator()->getOperands())
         yields.push_back(emitter.lookup(value));
       Value one = arith::ConstantIndexOp::create(b, loc, 1);
-      yields.push_back(arith::AddIOp::create(b, loc, row, one));
-      yields.push_back(tape);
+      (*carried)[0] = arith::AddIOp::create(b, loc, (*carried)[0], one);
+      llvm::append_range(yields, *carried);
       scf::YieldOp::create(b, loc, yields);
     }
 
-    unsigned numResults = loop.getNumResults();
-    Value lastRow = forward.getResult(numResults);
+    Value lastRow = forward.getResult(numPassed);
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
-    Value nextRow = arith::AddIOp::create(b, loc, lastRow, one);
-    emitter.mapResults(op, forward.getResults().take_front(numResults));
-    emitter.setCarriedTapes(op, {forward.getResult(numResults + 1), nextRow});
+    SmallVector<Value> carried = {forward.getResult(numPassed + 1),
+                                  arith::AddIOp::create(b, loc, lastRow, one)};
+    llvm::append_range(carried, forward.getResults().drop_front(numPassed + 2));
+    emitter.mapResults(op, forward.getResults().take_front(numPassed));
+    emitter.setCarriedTapes(op, carried);
     // The adjoint reads the first and the last row of this execution.
     emitter.setResiduals(op, {firstRow, lastRow});
     return success();

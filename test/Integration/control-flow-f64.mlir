@@ -749,6 +749,196 @@ func.func @check_index_switch(%point: i64, %p0: f64, %n0: index) {
   return
 }
 
+func.func @case_triangular_loops(%a: f64) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c5 = arith.constant 5 : index
+  %r = scf.for %i = %c0 to %c5 step %c1 iter_args(%s = %a) -> (f64) {
+    %t = scf.for %j = %c0 to %i step %c1 iter_args(%u = %s) -> (f64) {
+      %m = arith.mulf %u, %a : f64
+      %n = math.sin %m : f64
+      %o = arith.addf %n, %u : f64
+      scf.yield %o : f64
+    }
+    scf.yield %t : f64
+  }
+  return %r : f64
+}
+
+func.func @case_triangular_loops_ref(%a: f64) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c5 = arith.constant 5 : index
+  %r = scf.for %i = %c0 to %c5 step %c1 iter_args(%s = %a) -> (f64) {
+    %t = scf.for %j = %c0 to %i step %c1 iter_args(%u = %s) -> (f64) {
+      %m = arith.mulf %u, %a : f64
+      %n = math.sin %m : f64
+      %o = arith.addf %n, %u : f64
+      scf.yield %o : f64
+    }
+    scf.yield %t : f64
+  }
+  return %r : f64
+}
+
+func.func @check_triangular_loops(%point: i64, %p0: f64) {
+  %g0 = ad.grad @case_triangular_loops(%p0) : (f64) -> (f64)
+  %tol = arith.constant 1.000000e-06 : f64
+  %xp0, %xm0 = func.call @step(%p0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_triangular_loops_ref(%xp0) : (f64) -> f64
+  %fm0 = func.call @case_triangular_loops_ref(%xm0) : (f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "triangular_loops p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%g0, %fd0, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
+func.func @case_for_in_while(%a: f64, %b: f64) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %ten = arith.constant 10.0 : f64
+  %r = scf.while (%s = %b) : (f64) -> f64 {
+    %go = arith.cmpf olt, %s, %ten : f64
+    scf.condition(%go) %s : f64
+  } do {
+  ^bb0(%s: f64):
+    %t = scf.for %i = %c0 to %c3 step %c1 iter_args(%u = %s) -> (f64) {
+      %m = arith.mulf %u, %a : f64
+      %e = math.cos %u : f64
+      %n = arith.addf %m, %e : f64
+      scf.yield %n : f64
+    }
+    scf.yield %t : f64
+  }
+  return %r : f64
+}
+
+func.func @case_for_in_while_ref(%a: f64, %b: f64) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %ten = arith.constant 10.0 : f64
+  %r = scf.while (%s = %b) : (f64) -> f64 {
+    %go = arith.cmpf olt, %s, %ten : f64
+    scf.condition(%go) %s : f64
+  } do {
+  ^bb0(%s: f64):
+    %t = scf.for %i = %c0 to %c3 step %c1 iter_args(%u = %s) -> (f64) {
+      %m = arith.mulf %u, %a : f64
+      %e = math.cos %u : f64
+      %n = arith.addf %m, %e : f64
+      scf.yield %n : f64
+    }
+    scf.yield %t : f64
+  }
+  return %r : f64
+}
+
+func.func @check_for_in_while(%point: i64, %p0: f64, %p1: f64) {
+  %g0, %g1 = ad.grad @case_for_in_while(%p0, %p1) : (f64, f64) -> (f64, f64)
+  %tol = arith.constant 1.000000e-06 : f64
+  %xp0, %xm0 = func.call @step(%p0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_for_in_while_ref(%xp0, %p1) : (f64, f64) -> f64
+  %fm0 = func.call @case_for_in_while_ref(%xm0, %p1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "for_in_while p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%g0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %xp1, %xm1 = func.call @step(%p1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_for_in_while_ref(%p0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_for_in_while_ref(%p0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "for_in_while p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%g1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
+func.func @case_nested_while(%a: f64, %b: f64) -> f64 {
+  %ten = arith.constant 10.0 : f64
+  %half = arith.constant 0.5 : f64
+  %r = scf.while (%s = %b) : (f64) -> f64 {
+    %go = arith.cmpf olt, %s, %ten : f64
+    scf.condition(%go) %s : f64
+  } do {
+  ^bb0(%s: f64):
+    %lim = arith.addf %s, %half : f64
+    %w = scf.while (%u = %s) : (f64) -> f64 {
+      %go2 = arith.cmpf olt, %u, %lim : f64
+      scf.condition(%go2) %u : f64
+    } do {
+    ^bb0(%u: f64):
+      %m = arith.mulf %u, %a : f64
+      %n = arith.addf %m, %half : f64
+      scf.yield %n : f64
+    }
+    %x = arith.addf %w, %half : f64
+    scf.yield %x : f64
+  }
+  return %r : f64
+}
+
+func.func @case_nested_while_ref(%a: f64, %b: f64) -> f64 {
+  %ten = arith.constant 10.0 : f64
+  %half = arith.constant 0.5 : f64
+  %r = scf.while (%s = %b) : (f64) -> f64 {
+    %go = arith.cmpf olt, %s, %ten : f64
+    scf.condition(%go) %s : f64
+  } do {
+  ^bb0(%s: f64):
+    %lim = arith.addf %s, %half : f64
+    %w = scf.while (%u = %s) : (f64) -> f64 {
+      %go2 = arith.cmpf olt, %u, %lim : f64
+      scf.condition(%go2) %u : f64
+    } do {
+    ^bb0(%u: f64):
+      %m = arith.mulf %u, %a : f64
+      %n = arith.addf %m, %half : f64
+      scf.yield %n : f64
+    }
+    %x = arith.addf %w, %half : f64
+    scf.yield %x : f64
+  }
+  return %r : f64
+}
+
+func.func @check_nested_while(%point: i64, %p0: f64, %p1: f64) {
+  %g0, %g1 = ad.grad @case_nested_while(%p0, %p1) : (f64, f64) -> (f64, f64)
+  %tol = arith.constant 1.000000e-06 : f64
+  %xp0, %xm0 = func.call @step(%p0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_nested_while_ref(%xp0, %p1) : (f64, f64) -> f64
+  %fm0 = func.call @case_nested_while_ref(%xm0, %p1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "nested_while p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%g0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %xp1, %xm1 = func.call @step(%p1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_nested_while_ref(%p0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_nested_while_ref(%p0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "nested_while p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%g1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
 func.func @case_cf_block_loop(%a: f64, %n0: index) -> f64 {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -1081,6 +1271,28 @@ func.func @main() {
   %index_switch_2_1 = arith.constant 5 : index
   %index_switch_2_id = arith.constant 2 : i64
   func.call @check_index_switch(%index_switch_2_id, %index_switch_2_0, %index_switch_2_1) : (i64, f64, index) -> ()
+  %triangular_loops_0_0 = arith.constant 0.3 : f64
+  %triangular_loops_0_id = arith.constant 0 : i64
+  func.call @check_triangular_loops(%triangular_loops_0_id, %triangular_loops_0_0) : (i64, f64) -> ()
+  %triangular_loops_1_0 = arith.constant -0.7 : f64
+  %triangular_loops_1_id = arith.constant 1 : i64
+  func.call @check_triangular_loops(%triangular_loops_1_id, %triangular_loops_1_0) : (i64, f64) -> ()
+  %for_in_while_0_0 = arith.constant 1.8 : f64
+  %for_in_while_0_1 = arith.constant 0.5 : f64
+  %for_in_while_0_id = arith.constant 0 : i64
+  func.call @check_for_in_while(%for_in_while_0_id, %for_in_while_0_0, %for_in_while_0_1) : (i64, f64, f64) -> ()
+  %for_in_while_1_0 = arith.constant 2.1 : f64
+  %for_in_while_1_1 = arith.constant 2.0 : f64
+  %for_in_while_1_id = arith.constant 1 : i64
+  func.call @check_for_in_while(%for_in_while_1_id, %for_in_while_1_0, %for_in_while_1_1) : (i64, f64, f64) -> ()
+  %nested_while_0_0 = arith.constant 1.2 : f64
+  %nested_while_0_1 = arith.constant 0.5 : f64
+  %nested_while_0_id = arith.constant 0 : i64
+  func.call @check_nested_while(%nested_while_0_id, %nested_while_0_0, %nested_while_0_1) : (i64, f64, f64) -> ()
+  %nested_while_1_0 = arith.constant 1.5 : f64
+  %nested_while_1_1 = arith.constant 1.0 : f64
+  %nested_while_1_id = arith.constant 1 : i64
+  func.call @check_nested_while(%nested_while_1_id, %nested_while_1_0, %nested_while_1_1) : (i64, f64, f64) -> ()
   %cf_block_loop_0_0 = arith.constant 1.3 : f64
   %cf_block_loop_0_1 = arith.constant 3 : index
   %cf_block_loop_0_id = arith.constant 0 : i64
@@ -1165,6 +1377,16 @@ func.func @main() {
 // CHECK: index_switch p0 da: ok
 // CHECK: index_switch p1 da: ok
 // CHECK: index_switch p2 da: ok
+// CHECK: triangular_loops p0 da: ok
+// CHECK: triangular_loops p1 da: ok
+// CHECK: for_in_while p0 da: ok
+// CHECK: for_in_while p0 db: ok
+// CHECK: for_in_while p1 da: ok
+// CHECK: for_in_while p1 db: ok
+// CHECK: nested_while p0 da: ok
+// CHECK: nested_while p0 db: ok
+// CHECK: nested_while p1 da: ok
+// CHECK: nested_while p1 db: ok
 // CHECK: cf_block_loop p0 da: ok
 // CHECK: cf_block_loop p1 da: ok
 // CHECK: cf_block_loop p2 da: ok

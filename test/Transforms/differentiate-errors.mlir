@@ -84,61 +84,6 @@ func.func @caller(%x: f64) -> f64 {
 
 // -----
 
-// A loop inside a while loop would need a per-iteration tape sized by a trip
-// count that is unknown when the outer loop starts.
-func.func @for_in_while(%x: f64) -> f64 {
-  %ten = arith.constant 10.0 : f64
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %c3 = arith.constant 3 : index
-  %r = scf.while (%s = %x) : (f64) -> f64 {
-    %go = arith.cmpf olt, %s, %ten : f64
-    scf.condition(%go) %s : f64
-  } do {
-  ^bb0(%s: f64):
-    // expected-error @+1 {{cannot differentiate this loop yet: it is nested in a loop whose trip count is unknown at entry}}
-    %t = scf.for %i = %c0 to %c3 step %c1 iter_args(%u = %s) -> (f64) {
-      %m = arith.mulf %u, %x : f64
-      scf.yield %m : f64
-    }
-    scf.yield %t : f64
-  }
-  return %r : f64
-}
-
-func.func @caller(%x: f64) -> f64 {
-  // expected-note @+1 {{while differentiating this call of @for_in_while}}
-  %g = ad.grad @for_in_while(%x) : (f64) -> f64
-  return %g : f64
-}
-
-// -----
-
-// The per-iteration tape of an inner loop is sized at the outermost loop,
-// so inner bounds must be known there.
-func.func @triangle(%x: f64) -> f64 {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %c4 = arith.constant 4 : index
-  %r = scf.for %i = %c0 to %c4 step %c1 iter_args(%s = %x) -> (f64) {
-    // expected-error @+1 {{cannot differentiate this loop yet: its bounds change inside an enclosing loop or branch}}
-    %t = scf.for %j = %c0 to %i step %c1 iter_args(%u = %s) -> (f64) {
-      %m = arith.mulf %u, %x : f64
-      scf.yield %m : f64
-    }
-    scf.yield %t : f64
-  }
-  return %r : f64
-}
-
-func.func @caller(%x: f64) -> f64 {
-  // expected-note @+1 {{while differentiating this call of @triangle}}
-  %g = ad.grad @triangle(%x) : (f64) -> f64
-  return %g : f64
-}
-
-// -----
-
 func.func @f(%x: f64) -> f64 {
   %y = math.sin %x : f64
   return %y : f64

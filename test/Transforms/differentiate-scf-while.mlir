@@ -111,3 +111,38 @@ func.func @caller(%x: f64, %n: i32) -> f64 {
   %g = ad.grad @power(%x, %n) : (f64, i32) -> f64
   return %g : f64
 }
+
+// -----
+
+// A triangular nest: the inner trip count depends on the outer induction
+// variable, so the inner loop fills rows of a growable tape (carried through
+// the outer loop) instead of a buffer sized at entry.
+// CHECK-LABEL: func.func private @triangle_ad_fwd_0
+// CHECK: %[[TAPE:.*]] = memref.alloc
+// CHECK: scf.for {{.*}} iter_args({{.*}}, %[[OUTER_TAPE:.*]] = %[[TAPE]], %{{.*}} = %{{.*}}) -> (f64, memref<?xf64>, index)
+// CHECK: scf.for {{.*}} -> (f64, memref<?xf64>, index)
+// CHECK: memref.realloc
+// CHECK: memref.store
+// CHECK-LABEL: func.func private @triangle_ad_pb_0
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: memref.load
+func.func @triangle(%x: f64) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %r = scf.for %i = %c0 to %c4 step %c1 iter_args(%s = %x) -> (f64) {
+    %t = scf.for %j = %c0 to %i step %c1 iter_args(%u = %s) -> (f64) {
+      %m = arith.mulf %u, %x : f64
+      %n = math.sin %m : f64
+      scf.yield %n : f64
+    }
+    scf.yield %t : f64
+  }
+  return %r : f64
+}
+
+func.func @caller(%x: f64) -> f64 {
+  %g = ad.grad @triangle(%x) : (f64) -> f64
+  return %g : f64
+}

@@ -18,32 +18,3 @@ func.func @caller(%x: f64, %c: i1) -> f64 {
   return %g : f64
 }
 
-// -----
-
-func.func @nested_while(%x: f64) -> f64 {
-  %ten = arith.constant 10.0 : f64
-  %two = arith.constant 2.0 : f64
-  // expected-error @+1 {{cannot differentiate nested scf.while loops yet}}
-  %r = scf.while (%s = %x) : (f64) -> f64 {
-    %go = arith.cmpf olt, %s, %ten : f64
-    scf.condition(%go) %s : f64
-  } do {
-  ^bb0(%s: f64):
-    %t = scf.while (%u = %s) : (f64) -> f64 {
-      %go2 = arith.cmpf olt, %u, %two : f64
-      scf.condition(%go2) %u : f64
-    } do {
-    ^bb0(%u: f64):
-      %m = arith.mulf %u, %x : f64
-      scf.yield %m : f64
-    }
-    %n = arith.addf %t, %x : f64
-    scf.yield %n : f64
-  }
-  return %r : f64
-}
-
-func.func @caller(%x: f64) -> f64 {
-  %g = ad.grad @nested_while(%x) : (f64) -> f64
-  return %g : f64
-}
