@@ -45,9 +45,17 @@ def ADGenerateDerivativesPass
     Only active values (those depending on a differentiated argument and
     reaching a float result) are differentiated. An active op without a
     `ReverseRuleOpInterface` model is an error at that op.
+
+    The functions that get differentiated (the callees of the requests and
+    every function they reach through calls) are first brought into the
+    form the rules are written for, with upstream semantics-preserving
+    rewrites: unstructured control flow is lifted to `scf` (as
+    `lift-cf-to-scf` does) and named linalg ops become `linalg.generic` (as
+    `linalg-generalize-named-ops` does). Other functions are left alone.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
+    "::mlir::cf::ControlFlowDialect",
     "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect", "::mlir::ub::UBDialect",
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect"

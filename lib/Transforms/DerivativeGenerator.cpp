@@ -724,9 +724,8 @@ DerivativeGenerator::getOrCreate(func::FuncOp callee, ArrayRef<int64_t> wrt,
   requesters.push_back(requester);
   if (!callee.getBody().hasOneBlock()) {
     emitError(callee, "cannot differentiate '" + callee.getSymName() +
-                          "': it has several blocks; structure its control "
-                          "flow first with lift-cf-to-scf (ad-differentiate "
-                          "does)");
+                          "': it has several blocks (unstructured control "
+                          "flow that was not lifted to scf)");
     requesters.pop_back();
     return failure();
   }

@@ -9,6 +9,12 @@
 #include "ad/Transforms/DerivativeGenerator.h"
 #include "ad/Transforms/Passes.h"
 
+#include "mlir/Conversion/ControlFlowToSCF/ControlFlowToSCF.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/IR/Dominance.h"
+#include "mlir/Transforms/CFGToSCF.h"
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
+
 namespace mlir::ad {
 #define GEN_PASS_DEF_ADGENERATEDERIVATIVESPASS
 #include "ad/IR/Passes.h.inc"
@@ -89,6 +95,25 @@ static LogicalResult rewriteRequest(DerivativeGenerator &generator,
   return success();
 }
 
+/// Brings `function` into the form the rules are written for: unstructured
+/// control flow lifted to scf (upstream's semantics-preserving
+/// transformation) and named linalg ops generalized to linalg.generic.
+static LogicalResult prepareForDifferentiation(func::FuncOp function) {
+  if (!function.getBody().hasOneBlock()) {
+    ControlFlowToSCFTransformation transformation;
+    DominanceInfo dominance(function);
+    if (failed(transformCFGToSCF(function.getBody(), transformation,
+                                 dominance)))
+      return function.emitError()
+             << "cannot differentiate '" << function.getSymName()
+             << "': its control flow could not be structured";
+  }
+  RewritePatternSet patterns(function.getContext());
+  linalg::populateLinalgNamedOpsGeneralizationPatterns(patterns);
+  walkAndApplyPatterns(function, std::move(patterns));
+  return success();
+}
+
 struct ADGenerateDerivativesPass
     : mlir::ad::impl::ADGenerateDerivativesPassBase<ADGenerateDerivativesPass> {
   void runOnOperation() override {
@@ -98,6 +123,24 @@ struct ADGenerateDerivativesPass
         requests.push_back(op);
     });
     DerivativeGenerator generator(getOperation());
+
+    // Only the functions that get differentiated are rewritten.
+    llvm::SetVector<Operation *> differentiated;
+    for (Operation *request : requests) {
+      auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+          request, request->getAttrOfType<FlatSymbolRefAttr>("callee"));
+      if (!callee || callee.isExternal())
+        continue;
+      differentiated.insert(callee);
+      for (Operation *reached : generator.reachableFrom(callee))
+        differentiated.insert(reached);
+    }
+    for (Operation *function : differentiated) {
+      auto func = cast<func::FuncOp>(function);
+      if (!func.isExternal() && failed(prepareForDifferentiation(func)))
+        return signalPassFailure();
+    }
+
     bool failedAny = false;
     for (Operation *request : requests)
       failedAny |= failed(rewriteRequest(generator, request));

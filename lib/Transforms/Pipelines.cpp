@@ -21,12 +21,6 @@
 using namespace mlir;
 
 void mlir::ad::buildDifferentiatePipeline(OpPassManager &pm) {
-  // Unstructured control flow becomes scf.while/if/index_switch, whose
-  // rules reverse it (an upstream, semantics-preserving rewrite).
-  pm.addPass(createLiftControlFlowToSCFPass());
-  // Named linalg ops (matmul, conv, pooling, ...) become linalg.generic,
-  // which has one rule for all of them.
-  pm.addPass(createLinalgGeneralizeNamedOpsPass());
   pm.addPass(createADGenerateDerivativesPass());
   pm.addPass(createADLowerClosuresPass());
 }
@@ -69,6 +63,9 @@ static void addLLVMConversion(OpPassManager &pm) {
 }
 
 void mlir::ad::buildLowerToLLVMPipeline(OpPassManager &pm) {
+  // Buffer deallocation needs structured loops everywhere, not only in the
+  // functions ad-differentiate structures.
+  pm.addPass(createLiftControlFlowToSCFPass());
   // Hoisting loop-invariant work first means the adjoint tapes it once
   // instead of per iteration.
   pm.addPass(createCanonicalizerPass());

@@ -11,6 +11,10 @@
 // CHECK-DAG: scf.for
 // CHECK-DAG: scf.if
 // CHECK-LABEL: func.func @caller
+// Functions that are not differentiated keep their form.
+// CHECK-LABEL: func.func @untouched
+// CHECK: cf.cond_br
+// CHECK: linalg.matmul
 func.func @block_loop(%x: f64, %n: index) -> f64 {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -36,4 +40,13 @@ func.func @block_loop(%x: f64, %n: index) -> f64 {
 func.func @caller(%x: f64, %n: index) -> f64 {
   %g = ad.grad @block_loop(%x, %n) : (f64, index) -> f64
   return %g : f64
+}
+
+func.func @untouched(%c: i1, %a: tensor<2x2xf64>, %b: tensor<2x2xf64>) -> tensor<2x2xf64> {
+  cf.cond_br %c, ^mul, ^done
+^mul:
+  %m = linalg.matmul ins(%a, %b : tensor<2x2xf64>, tensor<2x2xf64>) outs(%a : tensor<2x2xf64>) -> tensor<2x2xf64>
+  return %m : tensor<2x2xf64>
+^done:
+  return %a : tensor<2x2xf64>
 }

@@ -52,13 +52,14 @@ public:
   /// shared by recursive functions. Call after the last getOrCreate.
   void finalize();
 
+  /// Functions reachable from `function` through calls.
+  const llvm::SmallPtrSetImpl<Operation *> &reachableFrom(func::FuncOp function);
+
 private:
   FailureOr<DerivativeFunctions> generate(func::FuncOp callee,
                                           ArrayRef<int64_t> wrt);
   FailureOr<DerivativeFunctions> generateRecursive(func::FuncOp callee,
                                                    ArrayRef<int64_t> wrt);
-  /// Functions reachable from `function` through calls.
-  const llvm::SmallPtrSetImpl<Operation *> &reachableFrom(func::FuncOp function);
   /// The first function of the module in the recursion of `function`.
   Operation *recursionRoot(func::FuncOp function);
 
