@@ -95,6 +95,21 @@ struct ForwardRowScope {
   Value row, buffer;
 };
 
+/// A builder right after both `value` and `anchor`, two values of one block
+/// where `anchor` is defined at the block's start (an iteration index, a
+/// tape): where a store of `value` can go.
+static OpBuilder builderAfterBoth(Value value, Value anchor) {
+  OpBuilder builder(value.getContext());
+  Operation *def = value.getDefiningOp();
+  Operation *anchorDef = anchor.getDefiningOp();
+  if (!def || (anchorDef && anchorDef->getBlock() == def->getBlock() &&
+               def->isBeforeInBlock(anchorDef)))
+    builder.setInsertionPointAfterValue(anchor);
+  else
+    builder.setInsertionPointAfter(def);
+  return builder;
+}
+
 /// The forward sweep over one function.
 class ForwardSweep : public Sweep<ForwardEmitter> {
 public:
@@ -279,14 +294,8 @@ public:
     if (!inserted)
       return it->second;
     Location loc = value.getLoc();
-    OpBuilder b(value.getContext());
+    OpBuilder b = builderAfterBoth(value, scope.buffer);
     Operation *def = value.getDefiningOp();
-    Operation *bufferDef = scope.buffer.getDefiningOp();
-    if (!def || (bufferDef && bufferDef->getBlock() == def->getBlock() &&
-                 def->isBeforeInBlock(bufferDef)))
-      b.setInsertionPointAfterValue(scope.buffer);
-    else
-      b.setInsertionPointAfter(def);
     Value buffer = scope.buffer;
     for (Value candidate : tape.bufferHistory) {
       Operation *candidateDef = candidate.getDefiningOp();
@@ -341,14 +350,7 @@ public:
     Value buffer =
         memref::AllocOp::create(entryBuilder, loc, type, scope.capacity);
     // Store once both the value and the iteration's index exist.
-    OpBuilder storeBuilder(value.getContext());
-    Operation *def = value.getDefiningOp();
-    Operation *indexDef = scope.linearIndex.getDefiningOp();
-    if (!def || (indexDef && indexDef->getBlock() == def->getBlock() &&
-                 def->isBeforeInBlock(indexDef)))
-      storeBuilder.setInsertionPointAfterValue(scope.linearIndex);
-    else
-      storeBuilder.setInsertionPointAfter(def);
+    OpBuilder storeBuilder = builderAfterBoth(value, scope.linearIndex);
     memref::StoreOp::create(storeBuilder, loc, value, buffer,
                             scope.linearIndex);
     perIterationBuffers[value] = buffer;
