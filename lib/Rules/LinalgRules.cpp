@@ -335,6 +335,39 @@ struct GenericRule
     SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
     unsigned numLoops = generic.getNumLoops();
 
+    // Every adjoint generic reads the primal inputs, the result cotangents
+    // and, when an output is a max or min, the primal results.
+    bool selects = llvm::is_contained(*combiners, Combiner::Select);
+    SmallVector<AffineMap> sharedMaps(maps.begin(), maps.end());
+    SmallVector<Value> adjointInputs(inputs);
+    llvm::append_range(adjointInputs, resultCotangents);
+    if (selects) {
+      for (unsigned j = 0; j < generic.getNumDpsInits(); ++j)
+        sharedMaps.push_back(maps[numInputs + j]);
+      llvm::append_range(adjointInputs, resultPrimals);
+    }
+    // The adjoint generic accumulating the cotangent of `wrt` into `acc`.
+    auto buildAdjoint = [&](Value wrt, Value acc, AffineMap accMap,
+                            SmallVector<utils::IteratorType> iterators,
+                            bool reorder) -> FailureOr<Value> {
+      SmallVector<AffineMap> adjointMaps(sharedMaps);
+      adjointMaps.push_back(accMap);
+      if (reorder && !hasIndexOps(body))
+        reorderForContiguousWrites(adjointMaps, iterators, accMap, context);
+      bool bodyFailed = false;
+      auto adjoint = linalg::GenericOp::create(
+          b, loc, TypeRange{acc.getType()}, adjointInputs, ValueRange{acc},
+          adjointMaps, iterators,
+          [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+            bodyFailed = failed(buildAdjointBody(nested, nestedLoc, generic,
+                                                 body, wrt, *combiners, args,
+                                                 captured, capturedPrimals));
+          });
+      if (bodyFailed)
+        return failure();
+      return adjoint.getResult(0);
+    };
+
     for (unsigned k = 0; k < numInputs; ++k) {
       Value input = generic.getDpsInputs()[k];
       if (!emitter.isActive(input))
@@ -354,81 +387,40 @@ struct GenericRule
       Value acc = existing ? existing
                            : zerosLike(b, loc, accType,
                                        tensorType ? inputs[k] : Value());
-
       // Loops the input's map drops are summed over.
       SmallVector<utils::IteratorType> iterators;
       for (unsigned dim = 0; dim < numLoops; ++dim)
         iterators.push_back(permutation && accMap.isFunctionOfDim(dim)
                                 ? utils::IteratorType::parallel
                                 : utils::IteratorType::reduction);
-      // Inputs: the primal inputs, the result cotangents and, when an output
-      // is a max or min, the primal results; then the accumulator.
-      bool selects = llvm::is_contained(*combiners, Combiner::Select);
-      SmallVector<AffineMap> adjointMaps(maps.begin(), maps.end());
-      if (selects)
-        for (unsigned j = 0; j < generic.getNumDpsInits(); ++j)
-          adjointMaps.push_back(maps[numInputs + j]);
-      adjointMaps.push_back(accMap);
-      SmallVector<Value> adjointInputs(inputs);
-      llvm::append_range(adjointInputs, resultCotangents);
-      if (selects)
-        llvm::append_range(adjointInputs, resultPrimals);
-      if (permutation && !hasIndexOps(body))
-        reorderForContiguousWrites(adjointMaps, iterators, accMap, context);
-
-      bool bodyFailed = false;
-      auto adjoint = linalg::GenericOp::create(
-          b, loc, TypeRange{accType}, adjointInputs, ValueRange{acc},
-          adjointMaps, iterators,
-          [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
-            bodyFailed = failed(buildAdjointBody(
-                nested, nestedLoc, generic, body, body.getArgument(k),
-                *combiners, args, captured, capturedPrimals));
-          });
-      if (bodyFailed)
+      FailureOr<Value> gradient = buildAdjoint(
+          body.getArgument(k), acc, accMap, iterators, permutation);
+      if (failed(gradient))
         return failure();
-      Value gradient = adjoint.getResult(0);
-      if (existing) {
-        emitter.setCotangent(input, gradient);
-        continue;
-      }
-      if (!tensorType)
-        gradient = tensor::ExtractOp::create(b, loc, gradient, ValueRange());
-      emitter.addCotangent(input, gradient);
+      if (existing)
+        emitter.setCotangent(input, *gradient);
+      else if (!tensorType)
+        emitter.addCotangent(input, tensor::ExtractOp::create(
+                                        b, loc, *gradient, ValueRange()));
+      else
+        emitter.addCotangent(input, *gradient);
     }
 
     // A scalar read from outside the body gets the sum over all iterations.
     for (Value value : captured) {
       if (!emitter.isActive(value))
         continue;
-      bool selects = llvm::is_contained(*combiners, Combiner::Select);
-      SmallVector<AffineMap> adjointMaps(maps.begin(), maps.end());
-      SmallVector<Value> adjointInputs(inputs);
-      llvm::append_range(adjointInputs, resultCotangents);
-      if (selects) {
-        for (unsigned j = 0; j < generic.getNumDpsInits(); ++j)
-          adjointMaps.push_back(maps[numInputs + j]);
-        llvm::append_range(adjointInputs, resultPrimals);
-      }
-      adjointMaps.push_back(AffineMap::get(numLoops, 0, {}, context));
       auto accType = RankedTensorType::get({}, value.getType());
-      Value acc = createZerosLike(b, loc, accType, Value());
-      SmallVector<utils::IteratorType> iterators(
-          numLoops, utils::IteratorType::reduction);
-      bool bodyFailed = false;
-      auto adjoint = linalg::GenericOp::create(
-          b, loc, TypeRange{accType}, adjointInputs, ValueRange{acc},
-          adjointMaps, iterators,
-          [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
-            bodyFailed = failed(buildAdjointBody(nested, nestedLoc, generic,
-                                                 body, value, *combiners, args,
-                                                 captured, capturedPrimals));
-          });
-      if (bodyFailed)
+      FailureOr<Value> gradient = buildAdjoint(
+          value, createZerosLike(b, loc, accType, Value()),
+          AffineMap::get(numLoops, 0, {}, context),
+          SmallVector<utils::IteratorType>(numLoops,
+                                           utils::IteratorType::reduction),
+          /*reorder=*/false);
+      if (failed(gradient))
         return failure();
-      emitter.addCotangent(value, tensor::ExtractOp::create(
-                                      b, loc, adjoint.getResult(0),
-                                      ValueRange()));
+      emitter.addCotangent(
+          value, tensor::ExtractOp::create(b, loc, *gradient, ValueRange()));
     }
     return success();
   }
