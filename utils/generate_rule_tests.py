@@ -651,7 +651,38 @@ RECURSION_SUPPORT = [
     "}}",
 ]
 
+RECURSION_SUPPORT += [
+    # A loop inside a recursive function: n levels, each multiplying in
+    # i + x for i < n, then recursing (the loop's rows share the tape).
+    "func.func @looped(%x: {t}, %n: index) -> {t} {{",
+    "  %c0 = arith.constant 0 : index",
+    "  %c1 = arith.constant 1 : index",
+    "  %one = arith.constant 1.0 : {t}",
+    "  %done = arith.cmpi eq, %n, %c0 : index",
+    "  %r = scf.if %done -> ({t}) {{",
+    "    scf.yield %x : {t}",
+    "  }} else {{",
+    "    %p = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %one) -> ({t}) {{",
+    "      %ii = arith.index_cast %i : index to i64",
+    "      %fi = arith.sitofp %ii : i64 to {t}",
+    "      %f = arith.addf %fi, %x : {t}",
+    "      %s = math.sin %f : {t}",
+    "      %q = arith.mulf %acc, %s : {t}",
+    "      scf.yield %q : {t}",
+    "    }}",
+    "    %m = arith.subi %n, %c1 : index",
+    "    %rec = func.call @looped(%x, %m) : ({t}, index) -> {t}",
+    "    %t = arith.addf %p, %rec : {t}",
+    "    scf.yield %t : {t}",
+    "  }}",
+    "  return %r : {t}",
+    "}}",
+]
+
 RECURSION = {
+    "recursion_with_loop": (1, program([
+        "%r = func.call @looped(%a, %n0) : ({t}, index) -> {t}"]),
+        [(0.4, 4), (1.3, 1), (-0.2, 0)], None, ["index"]),
     "recursive_power": (1, program([
         "%r = func.call @power(%a, %n0) : ({t}, i32) -> {t}"]),
         [(1.3, 5), (0.8, 0), (-1.1, 2)], None, ["i32"]),

@@ -66,6 +66,7 @@ public:
         "cannot differentiate a call inside a linalg.generic body");
   }
   bool isSameRecursion(func::FuncOp) override { return false; }
+  bool inRecursion() override { return false; }
 
   Value getPrimal(Value original) override { return mapping.lookup(original); }
   SmallVector<Value> getResiduals(Operation *) override { return {}; }

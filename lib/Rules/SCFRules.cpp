@@ -164,7 +164,7 @@ struct ForRule : ReverseRuleOpInterface::ExternalModel<ForRule, scf::ForOp> {
 
   LogicalResult emitForward(Operation *op, ForwardEmitter &emitter) const {
     auto loop = cast<scf::ForOp>(op);
-    if (needsGrowableTape(loop))
+    if (needsGrowableTape(loop) || emitter.inRecursion())
       return emitForwardWithRows(loop, emitter);
     OpBuilder &b = emitter.getBuilder();
     Location loc = loop.getLoc();
@@ -217,7 +217,7 @@ struct ForRule : ReverseRuleOpInterface::ExternalModel<ForRule, scf::ForOp> {
     Location loc = loop.getLoc();
     SmallVector<Value> residuals = emitter.getResiduals(op);
     Value trips = residuals[0], lb = residuals[1], step = residuals[2];
-    bool rows = needsGrowableTape(loop);
+    bool rows = needsGrowableTape(loop) || emitter.inRecursion();
     Block &body = *loop.getBody();
     auto yield = cast<scf::YieldOp>(body.getTerminator());
 

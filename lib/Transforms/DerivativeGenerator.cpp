@@ -148,11 +148,6 @@ public:
 
   FailureOr<OpBuilder>
   getLoopEntryBuilder(Operation *op, SmallVectorImpl<Value> &values) override {
-    if (recursionKey) {
-      generator.emitError(op, "cannot differentiate loops inside recursive "
-                              "functions yet");
-      return failure();
-    }
     for (Block *block = builder.getInsertionBlock(); block != entry;
          block = block->getParentOp()->getBlock()) {
       if (rowScopes.count(block)) {
@@ -211,12 +206,23 @@ public:
     llvm::SetVector<Operation *> keys;
     original->walk<WalkOrder::PreOrder>([&](Operation *op) {
       auto rule = dyn_cast<ReverseRuleOpInterface>(op);
-      if (rule && rule.usesGrowableTape())
-        keys.insert(op);
-      else if (recursionKey && isRecursiveCall(op))
+      // In a recursive function every loop fills rows of the recursion's
+      // tape, so any region op or call may carry it.
+      if (recursionKey && (isRecursiveCall(op) ||
+                           (rule && op->getNumRegions() > 0)))
         keys.insert(recursionKey);
+      else if (rule && rule.usesGrowableTape())
+        keys.insert(op);
     });
     return keys.takeVector();
+  }
+
+  bool inRecursion() override { return recursionKey != nullptr; }
+
+  /// The tape `original` writes its rows to: its own, or in a recursive
+  /// function the recursion's.
+  Operation *tapeKeyOf(Operation *original) const {
+    return recursionKey ? recursionKey : original;
   }
 
   /// Whether `op` calls a function of the recursion being differentiated.
@@ -261,12 +267,12 @@ public:
   }
 
   Value getRowWidth(Operation *originalWhile) override {
-    return growableTape(originalWhile).forwardWidth->getResult(0);
+    return growableTape(tapeKeyOf(originalWhile)).forwardWidth->getResult(0);
   }
 
   void beginRows(Block *forwardBlock, Operation *originalWhile, Value row,
                  Value tape) override {
-    rowScopes[forwardBlock] = {originalWhile, row, tape};
+    rowScopes[forwardBlock] = {tapeKeyOf(originalWhile), row, tape};
   }
 
   /// The growable tape of `originalLoop`, created empty on first use.
@@ -464,6 +470,7 @@ public:
         body(pullbackBody) {}
 
   Value getRecursionTape() override { return recursionTape; }
+  bool inRecursion() override { return recursionTape != nullptr; }
   /// In a recursive pullback: the shared tape argument.
   Value recursionTape;
 

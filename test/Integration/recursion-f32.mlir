@@ -62,6 +62,29 @@ func.func @f32_pong(%x: f32, %y: f32) -> f32 {
   %u = arith.addf %t, %y : f32
   return %u : f32
 }
+func.func @f32_looped(%x: f32, %n: index) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %one = arith.constant 1.0 : f32
+  %done = arith.cmpi eq, %n, %c0 : index
+  %r = scf.if %done -> (f32) {
+    scf.yield %x : f32
+  } else {
+    %p = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %one) -> (f32) {
+      %ii = arith.index_cast %i : index to i64
+      %fi = arith.sitofp %ii : i64 to f32
+      %f = arith.addf %fi, %x : f32
+      %s = math.sin %f : f32
+      %q = arith.mulf %acc, %s : f32
+      scf.yield %q : f32
+    }
+    %m = arith.subi %n, %c1 : index
+    %rec = func.call @f32_looped(%x, %m) : (f32, index) -> f32
+    %t = arith.addf %p, %rec : f32
+    scf.yield %t : f32
+  }
+  return %r : f32
+}
 func.func @f64_power(%x: f64, %n: i32) -> f64 {
   %c0 = arith.constant 0 : i32
   %c1 = arith.constant 1 : i32
@@ -121,6 +144,58 @@ func.func @f64_pong(%x: f64, %y: f64) -> f64 {
   %u = arith.addf %t, %y : f64
   return %u : f64
 }
+func.func @f64_looped(%x: f64, %n: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %one = arith.constant 1.0 : f64
+  %done = arith.cmpi eq, %n, %c0 : index
+  %r = scf.if %done -> (f64) {
+    scf.yield %x : f64
+  } else {
+    %p = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %one) -> (f64) {
+      %ii = arith.index_cast %i : index to i64
+      %fi = arith.sitofp %ii : i64 to f64
+      %f = arith.addf %fi, %x : f64
+      %s = math.sin %f : f64
+      %q = arith.mulf %acc, %s : f64
+      scf.yield %q : f64
+    }
+    %m = arith.subi %n, %c1 : index
+    %rec = func.call @f64_looped(%x, %m) : (f64, index) -> f64
+    %t = arith.addf %p, %rec : f64
+    scf.yield %t : f64
+  }
+  return %r : f64
+}
+func.func @case_recursion_with_loop(%a: f32, %n0: index) -> f32 {
+  %r = func.call @f32_looped(%a, %n0) : (f32, index) -> f32
+  return %r : f32
+}
+
+func.func @case_recursion_with_loop_ref(%a: f64, %n0: index) -> f64 {
+  %r = func.call @f64_looped(%a, %n0) : (f64, index) -> f64
+  return %r : f64
+}
+
+func.func @check_recursion_with_loop(%point: i64, %p0: f64, %n0: index) {
+  %x0 = arith.truncf %p0 : f64 to f32
+  %e0 = arith.extf %x0 : f32 to f64
+  %g0 = ad.grad @case_recursion_with_loop(%x0, %n0) : (f32, index) -> (f32)
+  %tol = arith.constant 1.000000e-05 : f64
+  %gw0 = arith.extf %g0 : f32 to f64
+  %xp0, %xm0 = func.call @step(%e0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_recursion_with_loop_ref(%xp0, %n0) : (f64, index) -> f64
+  %fm0 = func.call @case_recursion_with_loop_ref(%xm0, %n0) : (f64, index) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "recursion_with_loop p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%gw0, %fd0, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
 func.func @case_recursive_power(%a: f32, %n0: i32) -> f32 {
   %r = func.call @f32_power(%a, %n0) : (f32, i32) -> f32
   return %r : f32
@@ -255,6 +330,18 @@ func.func @report(%g: f64, %fd: f64, %tol: f64) {
 }
 
 func.func @main() {
+  %recursion_with_loop_0_0 = arith.constant 0.4 : f64
+  %recursion_with_loop_0_1 = arith.constant 4 : index
+  %recursion_with_loop_0_id = arith.constant 0 : i64
+  func.call @check_recursion_with_loop(%recursion_with_loop_0_id, %recursion_with_loop_0_0, %recursion_with_loop_0_1) : (i64, f64, index) -> ()
+  %recursion_with_loop_1_0 = arith.constant 1.3 : f64
+  %recursion_with_loop_1_1 = arith.constant 1 : index
+  %recursion_with_loop_1_id = arith.constant 1 : i64
+  func.call @check_recursion_with_loop(%recursion_with_loop_1_id, %recursion_with_loop_1_0, %recursion_with_loop_1_1) : (i64, f64, index) -> ()
+  %recursion_with_loop_2_0 = arith.constant -0.2 : f64
+  %recursion_with_loop_2_1 = arith.constant 0 : index
+  %recursion_with_loop_2_id = arith.constant 2 : i64
+  func.call @check_recursion_with_loop(%recursion_with_loop_2_id, %recursion_with_loop_2_0, %recursion_with_loop_2_1) : (i64, f64, index) -> ()
   %recursive_power_0_0 = arith.constant 1.3 : f64
   %recursive_power_0_1 = arith.constant 5 : i32
   %recursive_power_0_id = arith.constant 0 : i64
@@ -295,6 +382,9 @@ func.func @main() {
 }
 
 // CHECK-NOT: FAIL
+// CHECK: recursion_with_loop p0 da: ok
+// CHECK: recursion_with_loop p1 da: ok
+// CHECK: recursion_with_loop p2 da: ok
 // CHECK: recursive_power p0 da: ok
 // CHECK: recursive_power p1 da: ok
 // CHECK: recursive_power p2 da: ok

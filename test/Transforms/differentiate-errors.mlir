@@ -39,35 +39,6 @@ func.func @caller(%x: f64) -> f64 {
 
 // -----
 
-// A loop inside a recursive function would need its per-iteration tape kept
-// per invocation.
-func.func @recursive_loop(%x: f64, %n: index) -> f64 {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %done = arith.cmpi eq, %n, %c0 : index
-  %r = scf.if %done -> f64 {
-    scf.yield %x : f64
-  } else {
-    %m = arith.subi %n, %c1 : index
-    %p = func.call @recursive_loop(%x, %m) : (f64, index) -> f64
-    // expected-error @+1 {{cannot differentiate loops inside recursive functions yet}}
-    %s = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %p) -> (f64) {
-      %q = arith.mulf %acc, %x : f64
-      scf.yield %q : f64
-    }
-    scf.yield %s : f64
-  }
-  return %r : f64
-}
-
-func.func @caller(%x: f64, %n: index) -> f64 {
-  // expected-note @+1 {{while differentiating this call of @recursive_loop}}
-  %g = ad.grad @recursive_loop(%x, %n) : (f64, index) -> f64
-  return %g : f64
-}
-
-// -----
-
 func.func private @external(f64) -> f64
 
 func.func @calls_external(%x: f64) -> f64 {

@@ -51,6 +51,9 @@ public:
   /// Whether the function being differentiated and `callee` call each other
   /// (a call between them uses the recursive versions and the shared tape).
   virtual bool isSameRecursion(func::FuncOp callee) = 0;
+  /// Whether the function being differentiated is recursive: then every
+  /// loop keeps its tape in rows of the recursion's shared tape.
+  virtual bool inRecursion() = 0;
 };
 
 /// The forward sweep: emits the augmented forward function.
