@@ -50,8 +50,11 @@ def ADGenerateDerivativesPass
     every function they reach through calls) are first brought into the
     form the rules are written for, with upstream semantics-preserving
     rewrites: unstructured control flow is lifted to `scf` (as
-    `lift-cf-to-scf` does) and named linalg ops become `linalg.generic` (as
-    `linalg-generalize-named-ops` does). Other functions are left alone.
+    `lift-cf-to-scf` does), named linalg ops become `linalg.generic` (as
+    `linalg-generalize-named-ops` does), and calls made inside loops to
+    non-recursive functions that run loops are inlined (their tapes would be
+    buffers, which a loop cannot store per iteration). Other functions are
+    left alone.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",

@@ -174,6 +174,19 @@ PROGRAM_SUPPORT = [
     "  %y = arith.addf %m, %l : {t}",
     "  return %y : {t}",
     "}}",
+    # A helper that runs a loop; called from inside a loop below.
+    "func.func @damp(%x: {t}, %k: {t}) -> {t} {{",
+    "  %c0 = arith.constant 0 : index",
+    "  %c1 = arith.constant 1 : index",
+    "  %c3 = arith.constant 3 : index",
+    "  %r = scf.for %i = %c0 to %c3 step %c1 iter_args(%s = %x) -> ({t}) {{",
+    "    %m = arith.mulf %s, %k : {t}",
+    "    %e = math.sin %m : {t}",
+    "    %n = arith.addf %e, %s : {t}",
+    "    scf.yield %n : {t}",
+    "  }}",
+    "  return %r : {t}",
+    "}}",
     "func.func @pair(%x: {t}, %y: {t}) -> ({t}, {t}) {{",
     "  %p = arith.mulf %x, %y : {t}",
     "  %q = arith.divf %x, %y : {t}",
@@ -199,6 +212,19 @@ PROGRAMS = {
         "%unused = func.call @leaf(%a) : ({t}) -> {t}",
         "%s = arith.mulf %q, %q : {t}",
         "%r = arith.subf %s, %p : {t}"]),
+        [(0.7, 1.5), (-1.2, 0.4)]),
+    # A call inside a loop to a function that runs a loop itself (the call
+    # is inlined before differentiation).
+    "call_loop_in_loop": (2, program([
+        "%c0 = arith.constant 0 : index",
+        "%c1 = arith.constant 1 : index",
+        "%c4 = arith.constant 4 : index",
+        "%r = scf.for %i = %c0 to %c4 step %c1 iter_args(%s = %a) -> ({t}) {{",
+        "  %d = func.call @damp(%s, %b) : ({t}, {t}) -> {t}",
+        "  %h = arith.constant 0.5 : {t}",
+        "  %q = arith.mulf %d, %h : {t}",
+        "  scf.yield %q : {t}",
+        "}}"]),
         [(0.7, 1.5), (-1.2, 0.4)]),
     # A value used many times: gradients of all uses add up.
     "fan_out": (2, program([

@@ -12,7 +12,10 @@
 #include "mlir/Conversion/ControlFlowToSCF/ControlFlowToSCF.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/IR/Dominance.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/Transforms/CFGToSCF.h"
+#include "mlir/Transforms/Inliner.h"
+#include "mlir/Transforms/InliningUtils.h"
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
 namespace mlir::ad {
@@ -114,6 +117,67 @@ static LogicalResult prepareForDifferentiation(func::FuncOp function) {
   return success();
 }
 
+/// Whether `function` runs a loop, itself or through the functions it calls
+/// (then its tape holds buffers or rows). `seen` guards against cycles.
+static bool runsLoops(func::FuncOp function,
+                      llvm::SmallPtrSetImpl<Operation *> &seen) {
+  if (function.isExternal() || !seen.insert(function).second)
+    return false;
+  bool loops = false;
+  function.walk([&](Operation *op) {
+    if (isa<LoopLikeOpInterface>(op)) {
+      loops = true;
+      return WalkResult::interrupt();
+    }
+    if (auto call = dyn_cast<func::CallOp>(op)) {
+      auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+          call, call.getCalleeAttr());
+      if (callee && runsLoops(callee, seen)) {
+        loops = true;
+        return WalkResult::interrupt();
+      }
+    }
+    return WalkResult::advance();
+  });
+  return loops;
+}
+
+/// Inlines, into `function`, the calls made inside its loops to
+/// non-recursive functions that run loops: their tapes are buffers, which a
+/// loop cannot store per iteration, while their inlined loops nest like
+/// any other. Inlining is semantics-preserving.
+static LogicalResult inlineLoopCallsWithLoops(func::FuncOp function,
+                                              DerivativeGenerator &generator) {
+  InlinerInterface interface(function.getContext());
+  InlinerConfig config;
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    SmallVector<func::CallOp> calls;
+    function.walk([&](func::CallOp call) {
+      if (call->getParentOp() != function)
+        calls.push_back(call);
+    });
+    for (func::CallOp call : calls) {
+      auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+          call, call.getCalleeAttr());
+      llvm::SmallPtrSet<Operation *, 8> seen;
+      if (!callee || callee.isExternal() ||
+          generator.inSameRecursion(callee, callee) ||
+          !callee.getBody().hasOneBlock() || !runsLoops(callee, seen))
+        continue;
+      if (failed(inlineCall(interface, config.getCloneCallback(), call,
+                            callee, &callee.getBody())))
+        return call.emitError() << "cannot inline " << call.getCalleeAttr()
+                                << " into the loop that calls it";
+      call.erase();
+      changed = true;
+      break;
+    }
+  }
+  return success();
+}
+
 struct ADGenerateDerivativesPass
     : mlir::ad::impl::ADGenerateDerivativesPassBase<ADGenerateDerivativesPass> {
   void runOnOperation() override {
@@ -138,6 +202,12 @@ struct ADGenerateDerivativesPass
     for (Operation *function : differentiated) {
       auto func = cast<func::FuncOp>(function);
       if (!func.isExternal() && failed(prepareForDifferentiation(func)))
+        return signalPassFailure();
+    }
+    for (Operation *function : differentiated) {
+      auto func = cast<func::FuncOp>(function);
+      if (!func.isExternal() &&
+          failed(inlineLoopCallsWithLoops(func, generator)))
         return signalPassFailure();
     }
 

@@ -20,6 +20,18 @@ func.func @f32_top(%x: f32, %w: f32) -> f32 {
   %y = arith.addf %m, %l : f32
   return %y : f32
 }
+func.func @f32_damp(%x: f32, %k: f32) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %r = scf.for %i = %c0 to %c3 step %c1 iter_args(%s = %x) -> (f32) {
+    %m = arith.mulf %s, %k : f32
+    %e = math.sin %m : f32
+    %n = arith.addf %e, %s : f32
+    scf.yield %n : f32
+  }
+  return %r : f32
+}
 func.func @f32_pair(%x: f32, %y: f32) -> (f32, f32) {
   %p = arith.mulf %x, %y : f32
   %q = arith.divf %x, %y : f32
@@ -41,6 +53,18 @@ func.func @f64_top(%x: f64, %w: f64) -> f64 {
   %l = func.call @f64_leaf(%w) : (f64) -> f64
   %y = arith.addf %m, %l : f64
   return %y : f64
+}
+func.func @f64_damp(%x: f64, %k: f64) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %r = scf.for %i = %c0 to %c3 step %c1 iter_args(%s = %x) -> (f64) {
+    %m = arith.mulf %s, %k : f64
+    %e = math.sin %m : f64
+    %n = arith.addf %e, %s : f64
+    scf.yield %n : f64
+  }
+  return %r : f64
 }
 func.func @f64_pair(%x: f64, %y: f64) -> (f64, f64) {
   %p = arith.mulf %x, %y : f64
@@ -179,6 +203,64 @@ func.func @check_call_results(%point: i64, %p0: f64, %p1: f64) {
   %dx1 = arith.subf %xp1, %xm1 : f64
   %fd1 = arith.divf %df1, %dx1 : f64
   vector.print str "call_results p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%gw1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
+func.func @case_call_loop_in_loop(%a: f32, %b: f32) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %r = scf.for %i = %c0 to %c4 step %c1 iter_args(%s = %a) -> (f32) {
+    %d = func.call @f32_damp(%s, %b) : (f32, f32) -> f32
+    %h = arith.constant 0.5 : f32
+    %q = arith.mulf %d, %h : f32
+    scf.yield %q : f32
+  }
+  return %r : f32
+}
+
+func.func @case_call_loop_in_loop_ref(%a: f64, %b: f64) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %r = scf.for %i = %c0 to %c4 step %c1 iter_args(%s = %a) -> (f64) {
+    %d = func.call @f64_damp(%s, %b) : (f64, f64) -> f64
+    %h = arith.constant 0.5 : f64
+    %q = arith.mulf %d, %h : f64
+    scf.yield %q : f64
+  }
+  return %r : f64
+}
+
+func.func @check_call_loop_in_loop(%point: i64, %p0: f64, %p1: f64) {
+  %x0 = arith.truncf %p0 : f64 to f32
+  %e0 = arith.extf %x0 : f32 to f64
+  %x1 = arith.truncf %p1 : f64 to f32
+  %e1 = arith.extf %x1 : f32 to f64
+  %g0, %g1 = ad.grad @case_call_loop_in_loop(%x0, %x1) : (f32, f32) -> (f32, f32)
+  %tol = arith.constant 1.000000e-05 : f64
+  %gw0 = arith.extf %g0 : f32 to f64
+  %xp0, %xm0 = func.call @step(%e0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_call_loop_in_loop_ref(%xp0, %e1) : (f64, f64) -> f64
+  %fm0 = func.call @case_call_loop_in_loop_ref(%xm0, %e1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "call_loop_in_loop p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%gw0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %gw1 = arith.extf %g1 : f32 to f64
+  %xp1, %xm1 = func.call @step(%e1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_call_loop_in_loop_ref(%e0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_call_loop_in_loop_ref(%e0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "call_loop_in_loop p"
   vector.print %point : i64 punctuation <no_punctuation>
   vector.print str " db: "
   func.call @report(%gw1, %fd1, %tol) : (f64, f64, f64) -> ()
@@ -372,6 +454,14 @@ func.func @main() {
   %call_results_1_1 = arith.constant 0.4 : f64
   %call_results_1_id = arith.constant 1 : i64
   func.call @check_call_results(%call_results_1_id, %call_results_1_0, %call_results_1_1) : (i64, f64, f64) -> ()
+  %call_loop_in_loop_0_0 = arith.constant 0.7 : f64
+  %call_loop_in_loop_0_1 = arith.constant 1.5 : f64
+  %call_loop_in_loop_0_id = arith.constant 0 : i64
+  func.call @check_call_loop_in_loop(%call_loop_in_loop_0_id, %call_loop_in_loop_0_0, %call_loop_in_loop_0_1) : (i64, f64, f64) -> ()
+  %call_loop_in_loop_1_0 = arith.constant -1.2 : f64
+  %call_loop_in_loop_1_1 = arith.constant 0.4 : f64
+  %call_loop_in_loop_1_id = arith.constant 1 : i64
+  func.call @check_call_loop_in_loop(%call_loop_in_loop_1_id, %call_loop_in_loop_1_0, %call_loop_in_loop_1_1) : (i64, f64, f64) -> ()
   %fan_out_0_0 = arith.constant 0.7 : f64
   %fan_out_0_1 = arith.constant 1.5 : f64
   %fan_out_0_id = arith.constant 0 : i64
@@ -406,6 +496,10 @@ func.func @main() {
 // CHECK: call_results p0 db: ok
 // CHECK: call_results p1 da: ok
 // CHECK: call_results p1 db: ok
+// CHECK: call_loop_in_loop p0 da: ok
+// CHECK: call_loop_in_loop p0 db: ok
+// CHECK: call_loop_in_loop p1 da: ok
+// CHECK: call_loop_in_loop p1 db: ok
 // CHECK: fan_out p0 da: ok
 // CHECK: fan_out p0 db: ok
 // CHECK: fan_out p1 da: ok
