@@ -574,6 +574,26 @@ public:
     });
   }
 
+  /// The whole reverse sweep over function body `original`: seeds the float
+  /// results with `seeds`, reverses every op, and returns the gradients of
+  /// the arguments at `wrt` (the pullback's return values).
+  FailureOr<SmallVector<Value>> reverseFunction(Block &original,
+                                                ValueRange seeds,
+                                                ArrayRef<int64_t> wrt) {
+    auto seed = seeds.begin();
+    for (Value returned : original.getTerminator()->getOperands())
+      if (isDifferentiableType(returned.getType()))
+        addCotangent(returned, *seed++);
+    if (failed(emitReverseOps(original)))
+      return failure();
+    SmallVector<Value> gradients;
+    for (int64_t position : wrt)
+      gradients.push_back(getCotangent(original.getArgument(position)));
+    func::ReturnOp::create(builder, original.getTerminator()->getLoc(),
+                           gradients);
+    return gradients;
+  }
+
   /// Whether some result of `op` has received a cotangent.
   bool hasCotangent(Operation *op) const {
     return llvm::any_of(op->getResults(), [&](Value result) {
@@ -858,25 +878,14 @@ DerivativeGenerator::generate(func::FuncOp callee, ArrayRef<int64_t> wrt) {
   Block *pullbackBody = &pullbackFunction.getBody().front();
   ReverseSweep reverse(*this, activity, callee, forward, pullbackBody);
   Operation *terminator = original.getTerminator();
-  unsigned cotangentIndex = 0;
-  for (Value returned : terminator->getOperands())
-    if (isDifferentiableType(returned.getType()))
-      reverse.addCotangent(returned,
-                           pullbackBody->getArgument(cotangentIndex++));
-  if (failed(reverse.emitReverseOps(original)))
+  FailureOr<SmallVector<Value>> gradients = reverse.reverseFunction(
+      original, pullbackBody->getArguments(), wrt);
+  if (failed(gradients))
     return discard();
   forward.finalizeGrowableTapes();
-
-  SmallVector<Value> gradients;
-  OpBuilder &pullbackBuilder = reverse.getBuilder();
-  for (int64_t position : wrt) {
-    BlockArgument argument = callee.getArgument(position);
-    gradients.push_back(reverse.getCotangent(argument));
-  }
-  func::ReturnOp::create(pullbackBuilder, terminator->getLoc(), gradients);
   pullbackFunction.setType(FunctionType::get(
       callee.getContext(), pullbackBody->getArgumentTypes(),
-      ValueRange(gradients).getTypes()));
+      ValueRange(*gradients).getTypes()));
 
   // The forward function returns the original results, then the tape.
   SmallVector<Value> forwardResults;
@@ -992,12 +1001,8 @@ DerivativeGenerator::generateRecursive(func::FuncOp callee,
   tape.pullbackBuffer = pullbackEntry->getArgument(0);
   reverse.beginRows(&original, callee, pullbackEntry->getArgument(1));
   Operation *terminator = original.getTerminator();
-  unsigned cotangentIndex = 2;
-  for (Value returned : terminator->getOperands())
-    if (isDifferentiableType(returned.getType()))
-      reverse.addCotangent(returned,
-                           pullbackEntry->getArgument(cotangentIndex++));
-  if (failed(reverse.emitReverseOps(original)))
+  if (failed(reverse.reverseFunction(
+          original, pullbackEntry->getArguments().drop_front(2), wrt)))
     return discard();
   if (!reverse.tape.empty()) {
     emitError(callee, "cannot differentiate '" + callee.getSymName() +
@@ -1009,11 +1014,6 @@ DerivativeGenerator::generateRecursive(func::FuncOp callee,
   addRecursionWidth(callee, tape.forwardWidth, tape.slots.size());
   addRecursionWidth(callee, tape.pullbackWidth, tape.slots.size());
 
-  SmallVector<Value> gradients;
-  for (int64_t position : wrt)
-    gradients.push_back(reverse.getCotangent(callee.getArgument(position)));
-  func::ReturnOp::create(reverse.getBuilder(), terminator->getLoc(),
-                         gradients);
   SmallVector<Value> forwardResults;
   for (Value returned : terminator->getOperands())
     forwardResults.push_back(forward.lookup(returned));
