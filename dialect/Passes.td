@@ -77,6 +77,51 @@ def ADLowerClosuresPass : Pass<"ad-lower-closures", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
+def ADSimplifyAdjointsPass : Pass<"ad-simplify-adjoints"> {
+  let summary = "Exploit the structure of adjoint code (sparse cotangents, "
+                "zero accumulators)";
+  let description = [{
+    `ad-generate-derivatives` applies these rewrites to every pullback it
+    generates; this pass exposes them for adjoint code built by other means
+    (for instance, pullbacks inlined into their callers).
+
+    - A `linalg.generic` that writes each element of a zero tensor at most
+      once (like the adjoint of a trace, which writes a diagonal) is fused
+      into the generics that read that tensor, which then never exists.
+      When a reader sums terms that vanish with the tensor (`out + dC * B`),
+      reduction loops that would only read its zeros are eliminated: the
+      adjoint of `trace(A B)` with respect to `A` becomes the O(n^2)
+      transpose `B^T` instead of an O(n^3) product with a diagonal matrix.
+    - A generic adding `out + t` into a zero tensor, writing each element
+      exactly once, yields `t` into an uninitialized tensor (no zero fill).
+    - Generic operands the body does not read are dropped (upstream's
+      `deduplicateOperandsAndRemoveDeadResults`), so primal values the
+      adjoint does not need are neither kept alive nor taped.
+
+    Eliminated terms are products with a structural zero. Dropping them
+    assumes the other factors are finite (`0 * inf` would be NaN), which is
+    the right reading for derivatives but not for arbitrary code: this pass
+    is meant for adjoint code.
+
+    ```mlir
+    // dC = zeros with ds on the diagonal; dA[i, k] = sum_j dC[i, j] B[k, j]
+    %dc = linalg.generic {indexing_maps = [(i) -> (), (i) -> (i, i)], ...}
+            ins(%ds : tensor<f64>) outs(%zeros : tensor<30x30xf64>)
+    %da = linalg.generic {indexing_maps = [(j, i, k) -> (i, j),
+                                           (j, i, k) -> (k, j),
+                                           (j, i, k) -> (i, k)], ...}
+            ins(%dc, %b : ...) outs(%zeros : ...)   // out + dc * b
+    // becomes
+    %da = linalg.generic {indexing_maps = [(i, k) -> (k, i), (i, k) -> (),
+                                           (i, k) -> (i, k)],
+                          iterator_types = ["parallel", "parallel"]}
+            ins(%b, %ds : ...) outs(%empty : ...)   // ds * b
+    ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def ADLegalizeForLLVMPass : Pass<"ad-legalize-for-llvm"> {
   let summary = "Work around gaps in the upstream arith-to-LLVM lowering";
   let description = [{

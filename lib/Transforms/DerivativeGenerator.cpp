@@ -13,6 +13,7 @@
 #include "ad/Transforms/DerivativeGenerator.h"
 #include "ad/IR/TapeUtils.h"
 #include "ad/Transforms/ActivityAnalysis.h"
+#include "ad/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -883,9 +884,18 @@ DerivativeGenerator::generate(func::FuncOp callee, ArrayRef<int64_t> wrt) {
   if (failed(gradients))
     return discard();
   forward.finalizeGrowableTapes();
+  SmallVector<Type> gradientTypes(ValueRange(*gradients).getTypes());
+  // Simplify the adjoint as a whole (sparse cotangents, zero accumulators,
+  // unread operands), then drop the tape values it no longer reads.
+  simplifyAdjoints(pullbackFunction);
+  for (unsigned i = reverse.tape.size(); i-- > 0;) {
+    if (!pullbackBody->getArgument(i).use_empty())
+      continue;
+    pullbackBody->eraseArgument(i);
+    reverse.tape.erase(reverse.tape.begin() + i);
+  }
   pullbackFunction.setType(FunctionType::get(
-      callee.getContext(), pullbackBody->getArgumentTypes(),
-      ValueRange(*gradients).getTypes()));
+      callee.getContext(), pullbackBody->getArgumentTypes(), gradientTypes));
 
   // The forward function returns the original results, then the tape.
   SmallVector<Value> forwardResults;

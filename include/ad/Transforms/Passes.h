@@ -18,6 +18,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
 
@@ -28,6 +29,13 @@ namespace mlir::ad {
 
 #define GEN_PASS_REGISTRATION
 #include "ad/IR/Passes.h.inc"
+
+/// Adds the structural simplifications of adjoint code (see
+/// `ad-simplify-adjoints`) to `patterns`.
+void populateAdjointSimplificationPatterns(RewritePatternSet &patterns);
+
+/// Applies the adjoint simplifications to `root` until nothing changes.
+void simplifyAdjoints(Operation *root);
 
 /// Adds the passes that turn every ad op into upstream IR: derivative
 /// generation, then closure lowering.

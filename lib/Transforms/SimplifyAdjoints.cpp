@@ -1,0 +1,387 @@
+//===- SimplifyAdjoints.cpp - structural simplification of adjoints -------===//
+//
+// Adjoint code is full of structure the rules cannot see one op at a time:
+// a cotangent that is zero except on a diagonal, an accumulator that starts
+// at zero and receives one contribution per element, primal inputs the
+// adjoint body no longer reads. These patterns exploit it:
+//
+// - ScatterIntoSum: a generic that writes a few elements of a zero tensor
+//   (the adjoint of a diagonal read, as in a trace) is fused into a generic
+//   that sums products with that tensor (the adjoint of a matmul). The sum
+//   is restricted to where the tensor can be nonzero, and the tensor is
+//   never materialized: trace(A B) gets dA = B^T in O(n^2), not O(n^3).
+// - SumIntoZeros: `out + t` over a zero init that every iteration writes
+//   once becomes `t` over an uninitialized tensor (no fill pass).
+// - upstream's removal of unused generic operands, so that primal values
+//   the adjoint does not read are neither kept alive nor taped.
+//
+// Dropping terms that multiply a structural zero assumes the other factor
+// is finite (0 * inf is NaN): the simplified adjoint is the mathematically
+// correct one. That is why these patterns run on generated pullbacks and in
+// `ad-simplify-adjoints`, not on user code.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ad/Transforms/Passes.h"
+
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <numeric>
+
+namespace mlir::ad {
+#define GEN_PASS_DEF_ADSIMPLIFYADJOINTSPASS
+#include "ad/IR/Passes.h.inc"
+} // namespace mlir::ad
+
+using namespace mlir;
+using namespace mlir::ad;
+
+namespace {
+
+/// Whether scalar `value` is a constant +0 or -0.
+static bool isZeroScalar(Value value) {
+  return matchPattern(value, m_AnyZeroFloat());
+}
+
+/// Whether `value` is a tensor of zeros: a splat constant, a linalg.fill, or
+/// a generalized fill (a generic writing one zero per element).
+static bool isZeroTensor(Value value) {
+  DenseElementsAttr constant;
+  if (matchPattern(value, m_Constant(&constant)))
+    return constant.isSplat() && isa<FloatType>(constant.getElementType()) &&
+           constant.getSplatValue<APFloat>().isZero();
+  if (auto fill = value.getDefiningOp<linalg::FillOp>())
+    return isZeroScalar(fill.getInputs()[0]);
+  auto generic = value.getDefiningOp<linalg::GenericOp>();
+  if (!generic || generic.getNumDpsInits() != 1 ||
+      generic.getNumParallelLoops() != generic.getNumLoops() ||
+      !generic.getIndexingMapsArray().back().isPermutation())
+    return false;
+  Value yielded = generic.getBody()->getTerminator()->getOperand(0);
+  if (auto argument = dyn_cast<BlockArgument>(yielded)) {
+    if (argument.getOwner() != generic.getBody() ||
+        argument.getArgNumber() >= generic.getNumDpsInputs())
+      return false;
+    Value input = generic.getDpsInputs()[argument.getArgNumber()];
+    return input.getType().isIntOrFloat() && isZeroScalar(input);
+  }
+  return isZeroScalar(yielded);
+}
+
+/// For the single output of `generic`: the value added to the output
+/// argument when the body yields `out + t` and reads `out` nowhere else.
+static Value summedTerm(linalg::GenericOp generic) {
+  BlockArgument output = generic.getRegionOutputArgs()[0];
+  Value yielded = generic.getBody()->getTerminator()->getOperand(0);
+  auto add = yielded.getDefiningOp<arith::AddFOp>();
+  if (!add || !output.hasOneUse() || !add->hasOneUse() ||
+      add->getBlock() != generic.getBody())
+    return Value();
+  if (add.getLhs() == output)
+    return add.getRhs();
+  if (add.getRhs() == output)
+    return add.getLhs();
+  return Value();
+}
+
+/// Whether `value`, computed in `body`, is zero whenever `zero` is (given
+/// finite operands otherwise).
+static bool vanishesWith(Value value, Value zero, Block *body) {
+  if (value == zero)
+    return true;
+  Operation *def = value.getDefiningOp();
+  if (!def || def->getBlock() != body)
+    return false;
+  if (isa<arith::MulFOp>(def))
+    return vanishesWith(def->getOperand(0), zero, body) ||
+           vanishesWith(def->getOperand(1), zero, body);
+  if (isa<arith::DivFOp, arith::NegFOp, arith::ExtFOp, arith::TruncFOp>(def))
+    return vanishesWith(def->getOperand(0), zero, body);
+  if (isa<arith::AddFOp, arith::SubFOp>(def))
+    return vanishesWith(def->getOperand(0), zero, body) &&
+           vanishesWith(def->getOperand(1), zero, body);
+  return false;
+}
+
+static bool hasIndexOps(linalg::GenericOp generic) {
+  return !generic.getBody()->getOps<linalg::IndexOp>().empty();
+}
+
+/// Whether every result of `map` is a plain dimension.
+static bool hasOnlyDimResults(AffineMap map) {
+  return llvm::all_of(map.getResults(),
+                      [](AffineExpr e) { return isa<AffineDimExpr>(e); });
+}
+
+static unsigned dimOf(AffineExpr expr) {
+  return cast<AffineDimExpr>(expr).getPosition();
+}
+
+/// The value a scatter generic writes per iteration when it writes each
+/// element of a zero tensor at most once: `t` for a body yielding `out + t`
+/// or `t`. Null if `producer` is not such a scatter or is too costly to
+/// recompute in its consumers.
+static Value scatteredValue(linalg::GenericOp producer) {
+  if (!producer.hasPureTensorSemantics() || producer.getNumDpsInits() != 1 ||
+      hasIndexOps(producer) || !isZeroTensor(producer.getDpsInits()[0]))
+    return Value();
+  AffineMap write = producer.getIndexingMapsArray().back();
+  if (!hasOnlyDimResults(write))
+    return Value();
+  for (unsigned dim = 0; dim < write.getNumDims(); ++dim)
+    if (!write.isFunctionOfDim(dim))
+      return Value(); // two iterations would write the same element
+  Block *body = producer.getBody();
+  // The value is recomputed per consumer iteration: keep that cheap.
+  if (std::distance(body->begin(), body->end()) > 5)
+    return Value();
+  BlockArgument output = producer.getRegionOutputArgs()[0];
+  Value term = summedTerm(producer);
+  if (!term && output.use_empty())
+    term = body->getTerminator()->getOperand(0);
+  if (!term || term == output)
+    return Value();
+  return term;
+}
+
+/// Fuses a scatter into a zero tensor (a generic writing each element at
+/// most once, like the adjoint of a trace writing a diagonal) into a
+/// consumer generic that reads the tensor. When the consumer sums terms
+/// that vanish with the tensor, reduction dimensions that would only read
+/// its zeros are eliminated: a diagonal read with (d0, d2) restricts the
+/// sum to d2 = d0.
+struct ScatterIntoSum : OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(linalg::GenericOp consumer,
+                                PatternRewriter &rewriter) const override {
+    if (!consumer.hasPureTensorSemantics() ||
+        consumer.getNumDpsInits() != 1 || hasIndexOps(consumer))
+      return rewriter.notifyMatchFailure(consumer, "unsupported consumer");
+    for (OpOperand *operand : consumer.getDpsInputOperands())
+      if (succeeded(fuse(consumer, *operand, rewriter)))
+        return success();
+    return rewriter.notifyMatchFailure(consumer, "no scatter to fuse");
+  }
+
+  LogicalResult fuse(linalg::GenericOp consumer, OpOperand &operand,
+                     PatternRewriter &rewriter) const {
+    auto producer = operand.get().getDefiningOp<linalg::GenericOp>();
+    if (!producer)
+      return failure();
+    Value scattered = scatteredValue(producer);
+    if (!scattered)
+      return failure();
+    SmallVector<AffineMap> maps = consumer.getIndexingMapsArray();
+    unsigned position = operand.getOperandNumber();
+    AffineMap read = maps[position];
+    AffineMap write = producer.getIndexingMapsArray().back();
+    AffineMap outputMap = maps.back();
+    if (!hasOnlyDimResults(read) || !outputMap.isProjectedPermutation())
+      return failure();
+    unsigned numLoops = consumer.getNumLoops();
+    Block *body = consumer.getBody();
+    BlockArgument readArg = body->getArgument(position);
+
+    // Consumer dimensions that index the same producer dimension must be
+    // equal where the tensor is nonzero.
+    SmallVector<unsigned> parent(numLoops);
+    std::iota(parent.begin(), parent.end(), 0u);
+    auto find = [&](unsigned dim) {
+      while (parent[dim] != dim)
+        dim = parent[dim] = parent[parent[dim]];
+      return dim;
+    };
+    SmallVector<unsigned> firstPosition(write.getNumDims(), ~0u);
+    for (auto [index, expr] : llvm::enumerate(write.getResults())) {
+      unsigned producerDim = dimOf(expr);
+      unsigned consumerDim = dimOf(read.getResult(index));
+      if (firstPosition[producerDim] == ~0u)
+        firstPosition[producerDim] = index;
+      else
+        parent[find(consumerDim)] =
+            find(dimOf(read.getResult(firstPosition[producerDim])));
+    }
+    // Each class keeps one dimension: the output's if it has one (two
+    // output dimensions cannot be merged), else its first reduction.
+    SmallVector<unsigned> keep(numLoops);
+    bool eliminates = false;
+    for (unsigned dim = 0; dim < numLoops; ++dim) {
+      unsigned kept = ~0u;
+      for (unsigned member = 0; member < numLoops; ++member) {
+        if (find(member) != find(dim) || !outputMap.isFunctionOfDim(member))
+          continue;
+        if (kept != ~0u && kept != member)
+          return failure();
+        kept = member;
+      }
+      if (kept == ~0u)
+        for (unsigned member = 0; member < numLoops && kept == ~0u; ++member)
+          if (find(member) == find(dim))
+            kept = member;
+      keep[dim] = kept;
+      eliminates |= kept != dim;
+    }
+    // Eliminated iterations only read zeros; they may be dropped when they
+    // add terms that vanish with the tensor.
+    if (eliminates) {
+      Value term = summedTerm(consumer);
+      if (!term || !vanishesWith(term, readArg, body))
+        return failure();
+    }
+
+    // Renumber the kept dimensions; map each old one to its keeper.
+    MLIRContext *context = consumer.getContext();
+    SmallVector<unsigned> newIndex(numLoops, ~0u);
+    SmallVector<utils::IteratorType> iterators;
+    SmallVector<utils::IteratorType> oldIterators =
+        consumer.getIteratorTypesArray();
+    for (unsigned dim = 0; dim < numLoops; ++dim)
+      if (keep[dim] == dim) {
+        newIndex[dim] = iterators.size();
+        iterators.push_back(oldIterators[dim]);
+      }
+    SmallVector<AffineExpr> substitution;
+    for (unsigned dim = 0; dim < numLoops; ++dim)
+      substitution.push_back(getAffineDimExpr(newIndex[keep[dim]], context));
+    AffineMap toNew =
+        AffineMap::get(iterators.size(), 0, substitution, context);
+    AffineMap newRead = read.compose(toNew);
+    SmallVector<AffineExpr> producerDims;
+    for (unsigned first : firstPosition)
+      producerDims.push_back(newRead.getResult(first));
+    AffineMap toProducer =
+        AffineMap::get(iterators.size(), 0, producerDims, context);
+
+    // Operands: the consumer's inputs but the tensor, then the inputs the
+    // producer's scattered value reads, then the consumer's output.
+    Block *producerBody = producer.getBody();
+    llvm::SetVector<Operation *> slice;
+    SmallVector<Value> worklist = {scattered};
+    llvm::SmallSetVector<unsigned, 4> producerArgs;
+    while (!worklist.empty()) {
+      Value value = worklist.pop_back_val();
+      if (auto argument = dyn_cast<BlockArgument>(value)) {
+        if (argument.getOwner() == producerBody)
+          producerArgs.insert(argument.getArgNumber());
+        continue;
+      }
+      Operation *def = value.getDefiningOp();
+      if (def->getBlock() != producerBody || !slice.insert(def))
+        continue;
+      llvm::append_range(worklist, def->getOperands());
+    }
+    if (llvm::is_contained(producerArgs,
+                           producer.getRegionOutputArgs()[0].getArgNumber()))
+      return failure();
+
+    SmallVector<Value> inputs;
+    SmallVector<AffineMap> newMaps;
+    for (OpOperand *input : consumer.getDpsInputOperands()) {
+      if (input == &operand)
+        continue;
+      inputs.push_back(input->get());
+      newMaps.push_back(maps[input->getOperandNumber()].compose(toNew));
+    }
+    for (unsigned arg : producerArgs) {
+      inputs.push_back(producer.getDpsInputs()[arg]);
+      newMaps.push_back(
+          producer.getIndexingMapsArray()[arg].compose(toProducer));
+    }
+    newMaps.push_back(outputMap.compose(toNew));
+    // Every loop must still get its bounds from some operand.
+    if (!inversePermutation(concatAffineMaps(newMaps, context)))
+      return failure();
+
+    auto fused = linalg::GenericOp::create(
+        rewriter, consumer.getLoc(), consumer.getResultTypes(), inputs,
+        consumer.getDpsInits(), newMaps, iterators,
+        [&](OpBuilder &b, Location loc, ValueRange args) {
+          IRMapping mapping;
+          unsigned next = 0;
+          for (OpOperand *input : consumer.getDpsInputOperands())
+            if (input != &operand)
+              mapping.map(body->getArgument(input->getOperandNumber()),
+                          args[next++]);
+          for (unsigned arg : producerArgs)
+            mapping.map(producerBody->getArgument(arg), args[next++]);
+          for (Operation &op : *producerBody)
+            if (slice.contains(&op))
+              b.clone(op, mapping);
+          mapping.map(readArg, mapping.lookupOrDefault(scattered));
+          mapping.map(consumer.getRegionOutputArgs()[0], args.back());
+          for (Operation &op : body->without_terminator())
+            b.clone(op, mapping);
+          linalg::YieldOp::create(
+              b, loc,
+              mapping.lookupOrDefault(body->getTerminator()->getOperand(0)));
+        });
+    rewriter.replaceOp(consumer, fused.getResults());
+    return success();
+  }
+};
+
+/// `out + t` over a zero init, where every iteration writes its own element
+/// and every element is written: yields `t` into an uninitialized tensor.
+struct SumIntoZeros : OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(linalg::GenericOp generic,
+                                PatternRewriter &rewriter) const override {
+    if (!generic.hasPureTensorSemantics() || generic.getNumDpsInits() != 1 ||
+        generic.getNumParallelLoops() != generic.getNumLoops() ||
+        !generic.getIndexingMapsArray().back().isPermutation())
+      return rewriter.notifyMatchFailure(generic, "not one write per element");
+    Value init = generic.getDpsInits()[0];
+    if (!isZeroTensor(init))
+      return rewriter.notifyMatchFailure(generic, "init is not zero");
+    Value term = summedTerm(generic);
+    if (!term)
+      return rewriter.notifyMatchFailure(generic, "body is not out + t");
+    Value uninitialized;
+    if (auto fill = init.getDefiningOp<linalg::FillOp>())
+      uninitialized = fill.getOutputs()[0];
+    else if (auto zeroGeneric = init.getDefiningOp<linalg::GenericOp>())
+      uninitialized = zeroGeneric.getDpsInits()[0];
+    else
+      uninitialized = tensor::EmptyOp::create(
+          rewriter, generic.getLoc(),
+          tensor::getMixedSizes(rewriter, generic.getLoc(), init),
+          getElementTypeOrSelf(init.getType()));
+    Operation *add = generic.getBody()->getTerminator()->getOperand(0)
+                         .getDefiningOp();
+    rewriter.replaceOp(add, term);
+    rewriter.modifyOpInPlace(generic, [&] {
+      generic.getDpsInitsMutable()[0].set(uninitialized);
+    });
+    return success();
+  }
+};
+
+struct ADSimplifyAdjointsPass
+    : mlir::ad::impl::ADSimplifyAdjointsPassBase<ADSimplifyAdjointsPass> {
+  void runOnOperation() override {
+    simplifyAdjoints(getOperation());
+  }
+};
+
+} // namespace
+
+void mlir::ad::populateAdjointSimplificationPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<ScatterIntoSum, SumIntoZeros>(patterns.getContext());
+  linalg::populateEraseUnusedOperandsAndResultsPatterns(patterns);
+}
+
+void mlir::ad::simplifyAdjoints(Operation *root) {
+  RewritePatternSet patterns(root->getContext());
+  populateAdjointSimplificationPatterns(patterns);
+  GreedyRewriteConfig config;
+  config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
+  // Not converging within the iteration limit leaves valid, less simplified
+  // IR: not an error.
+  (void)applyPatternsGreedily(root, std::move(patterns), config);
+}
