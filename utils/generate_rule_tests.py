@@ -796,6 +796,21 @@ def zeros(name, shape):
             f"%{name} = linalg.fill ins(%{name}_z0 : {{t}}) outs(%{name}_ze : {ty}) -> {ty}"]
 
 
+def diagonal_sum(name, shape, result):
+    """Lines summing the diagonal of %name (a generic reading (d0, d0))."""
+    ty = "tensor<" + shape + "x{t}>"
+    return [
+        f"%{result}_z = arith.constant 0.0 : {{t}}",
+        f"%{result}_e = tensor.empty() : tensor<{{t}}>",
+        f"%{result}_i = linalg.fill ins(%{result}_z : {{t}}) outs(%{result}_e : tensor<{{t}}>) -> tensor<{{t}}>",
+        f"%{result} = linalg.generic {{{{indexing_maps = [affine_map<(d0) -> (d0, d0)>, affine_map<(d0) -> ()>], iterator_types = [\"reduction\"]}}}} ins(%{name} : {ty}) outs(%{result}_i : tensor<{{t}}>) {{{{",
+        f"^bb0(%{result}_x: {{t}}, %{result}_acc: {{t}}):",
+        f"  %{result}_s = arith.addf %{result}_acc, %{result}_x : {{t}}",
+        f"  linalg.yield %{result}_s : {{t}}",
+        "}} -> tensor<{t}>",
+    ]
+
+
 def tensor_case(lines):
     return (2, program(lines), [(0.7, -0.4), (-0.3, 0.9)])
 
@@ -1015,6 +1030,39 @@ TENSORS = {
          "%shape = arith.constant dense<[3, 4]> : tensor<2xindex>",
          "%C = tensor.reshape %G(%shape) : (tensor<2x6x{t}>, tensor<2xindex>) -> tensor<3x4x{t}>"] +
         loss("C", [3, 4])),
+    # trace(A B): the trace's adjoint writes a diagonal, which the
+    # simplified matmul adjoint reads without materializing it.
+    "trace_matmul": tensor_case(
+        build("A", [3, 4], "a", "b", 0) + build("B", [4, 3], "b", "a", 1) +
+        zeros("O", [3, 3]) +
+        ["%M = linalg.matmul ins(%A, %B : tensor<3x4x{t}>, tensor<4x3x{t}>) outs(%O : tensor<3x3x{t}>) -> tensor<3x3x{t}>"] +
+        diagonal_sum("M", "3x3", "C") + loss("C", [])),
+    # The same on dynamic shapes.
+    "trace_matmul_dynamic": tensor_case(
+        build("A", [3, 4], "a", "b", 0) + build("B", [4, 3], "b", "a", 1) +
+        ["%Ad = tensor.cast %A : tensor<3x4x{t}> to tensor<?x?x{t}>",
+         "%Bd = tensor.cast %B : tensor<4x3x{t}> to tensor<?x?x{t}>",
+         "%i0 = arith.constant 0 : index",
+         "%d0 = tensor.dim %Ad, %i0 : tensor<?x?x{t}>",
+         "%Oz = arith.constant 0.0 : {t}",
+         "%Oe = tensor.empty(%d0, %d0) : tensor<?x?x{t}>",
+         "%O = linalg.fill ins(%Oz : {t}) outs(%Oe : tensor<?x?x{t}>) -> tensor<?x?x{t}>",
+         "%M = linalg.matmul ins(%Ad, %Bd : tensor<?x?x{t}>, tensor<?x?x{t}>) outs(%O : tensor<?x?x{t}>) -> tensor<?x?x{t}>"] +
+        diagonal_sum("M", "?x?", "C") + loss("C", [])),
+    # The diagonal of a product as a vector, then an elementwise product
+    # read on the diagonal (whose adjoint must keep both dimensions).
+    "diagonal_products": tensor_case(
+        build("A", [3, 3], "a", "b", 0) + build("B", [3, 3], "b", "a", 1) +
+        zeros("O", [3, 3]) + zeros("V", [3]) +
+        ["%M = linalg.matmul ins(%A, %B : tensor<3x3x{t}>, tensor<3x3x{t}>) outs(%O : tensor<3x3x{t}>) -> tensor<3x3x{t}>",
+         "%P = arith.mulf %M, %A : tensor<3x3x{t}>",
+         "%C = linalg.generic {{indexing_maps = [affine_map<(d0) -> (d0, d0)>, affine_map<(d0) -> (d0, d0)>, affine_map<(d0) -> (d0)>], iterator_types = [\"parallel\"]}} ins(%M, %P : tensor<3x3x{t}>, tensor<3x3x{t}>) outs(%V : tensor<3x{t}>) {{",
+         "^bb0(%g_m: {t}, %g_p: {t}, %g_o: {t}):",
+         "  %g_e = math.exp %g_m : {t}",
+         "  %g_s = arith.subf %g_e, %g_p : {t}",
+         "  linalg.yield %g_s : {t}",
+         "}} -> tensor<3x{t}>"] +
+        loss("C", [3])),
     "extract_insert": tensor_case(
         build("A", [2, 3], "a", "b", 0) +
         ["%i0 = arith.constant 0 : index",

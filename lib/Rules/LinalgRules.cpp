@@ -905,5 +905,8 @@ void mlir::ad::registerLinalgReverseRules(DialectRegistry &registry) {
     tensor::PadOp::attachInterface<PadRule>(*context);
     tensor::GenerateOp::attachInterface<GenerateRule>(*context);
     tensor::ReshapeOp::attachInterface<ReshapeRule>(*context);
+    // Sizes read from an active tensor (tensor.dim) make a tensor.empty
+    // depend on it, but its contents are undefined: nothing flows back.
+    attachZeroDerivativeRules<tensor::EmptyOp>(context);
   });
 }

@@ -4151,6 +4151,552 @@ func.func @check_generate_reshape(%point: i64, %p0: f64, %p1: f64) {
   return
 }
 
+func.func @case_trace_matmul(%a: f64, %b: f64) -> f64 {
+  %A_e = tensor.empty() : tensor<3x4xf64>
+  %A = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%A_e : tensor<3x4xf64>) {
+  ^bb0(%A_x: f64, %A_y: f64, %A_o: f64):
+    %A_p0 = arith.constant 0.25 : f64
+    %A_i0 = linalg.index 0 : index
+    %A_l0 = arith.index_cast %A_i0 : index to i64
+    %A_f0 = arith.sitofp %A_l0 : i64 to f64
+    %A_c0 = arith.constant 1.3 : f64
+    %A_m0 = arith.mulf %A_f0, %A_c0 : f64
+    %A_p1 = arith.addf %A_p0, %A_m0 : f64
+    %A_i1 = linalg.index 1 : index
+    %A_l1 = arith.index_cast %A_i1 : index to i64
+    %A_f1 = arith.sitofp %A_l1 : i64 to f64
+    %A_c1 = arith.constant 1.9 : f64
+    %A_m1 = arith.mulf %A_f1, %A_c1 : f64
+    %A_p2 = arith.addf %A_p1, %A_m1 : f64
+    %A_s = math.sin %A_p2 : f64
+    %A_k = math.cos %A_p2 : f64
+    %A_u = arith.mulf %A_x, %A_s : f64
+    %A_v = arith.mulf %A_y, %A_k : f64
+    %A_w = arith.addf %A_u, %A_v : f64
+    linalg.yield %A_w : f64
+  } -> tensor<3x4xf64>
+  %B_e = tensor.empty() : tensor<4x3xf64>
+  %B = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%b, %a : f64, f64) outs(%B_e : tensor<4x3xf64>) {
+  ^bb0(%B_x: f64, %B_y: f64, %B_o: f64):
+    %B_p0 = arith.constant 1.25 : f64
+    %B_i0 = linalg.index 0 : index
+    %B_l0 = arith.index_cast %B_i0 : index to i64
+    %B_f0 = arith.sitofp %B_l0 : i64 to f64
+    %B_c0 = arith.constant 1.3 : f64
+    %B_m0 = arith.mulf %B_f0, %B_c0 : f64
+    %B_p1 = arith.addf %B_p0, %B_m0 : f64
+    %B_i1 = linalg.index 1 : index
+    %B_l1 = arith.index_cast %B_i1 : index to i64
+    %B_f1 = arith.sitofp %B_l1 : i64 to f64
+    %B_c1 = arith.constant 1.9 : f64
+    %B_m1 = arith.mulf %B_f1, %B_c1 : f64
+    %B_p2 = arith.addf %B_p1, %B_m1 : f64
+    %B_s = math.sin %B_p2 : f64
+    %B_k = math.cos %B_p2 : f64
+    %B_u = arith.mulf %B_x, %B_s : f64
+    %B_v = arith.mulf %B_y, %B_k : f64
+    %B_w = arith.addf %B_u, %B_v : f64
+    linalg.yield %B_w : f64
+  } -> tensor<4x3xf64>
+  %O_z0 = arith.constant 0.0 : f64
+  %O_ze = tensor.empty() : tensor<3x3xf64>
+  %O = linalg.fill ins(%O_z0 : f64) outs(%O_ze : tensor<3x3xf64>) -> tensor<3x3xf64>
+  %M = linalg.matmul ins(%A, %B : tensor<3x4xf64>, tensor<4x3xf64>) outs(%O : tensor<3x3xf64>) -> tensor<3x3xf64>
+  %C_z = arith.constant 0.0 : f64
+  %C_e = tensor.empty() : tensor<f64>
+  %C_i = linalg.fill ins(%C_z : f64) outs(%C_e : tensor<f64>) -> tensor<f64>
+  %C = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0, d0)>, affine_map<(d0) -> ()>], iterator_types = ["reduction"]} ins(%M : tensor<3x3xf64>) outs(%C_i : tensor<f64>) {
+  ^bb0(%C_x: f64, %C_acc: f64):
+    %C_s = arith.addf %C_acc, %C_x : f64
+    linalg.yield %C_s : f64
+  } -> tensor<f64>
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<f64>) outs(%l_init : tensor<f64>) dimensions = []
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @case_trace_matmul_ref(%a: f64, %b: f64) -> f64 {
+  %A_e = tensor.empty() : tensor<3x4xf64>
+  %A = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%A_e : tensor<3x4xf64>) {
+  ^bb0(%A_x: f64, %A_y: f64, %A_o: f64):
+    %A_p0 = arith.constant 0.25 : f64
+    %A_i0 = linalg.index 0 : index
+    %A_l0 = arith.index_cast %A_i0 : index to i64
+    %A_f0 = arith.sitofp %A_l0 : i64 to f64
+    %A_c0 = arith.constant 1.3 : f64
+    %A_m0 = arith.mulf %A_f0, %A_c0 : f64
+    %A_p1 = arith.addf %A_p0, %A_m0 : f64
+    %A_i1 = linalg.index 1 : index
+    %A_l1 = arith.index_cast %A_i1 : index to i64
+    %A_f1 = arith.sitofp %A_l1 : i64 to f64
+    %A_c1 = arith.constant 1.9 : f64
+    %A_m1 = arith.mulf %A_f1, %A_c1 : f64
+    %A_p2 = arith.addf %A_p1, %A_m1 : f64
+    %A_s = math.sin %A_p2 : f64
+    %A_k = math.cos %A_p2 : f64
+    %A_u = arith.mulf %A_x, %A_s : f64
+    %A_v = arith.mulf %A_y, %A_k : f64
+    %A_w = arith.addf %A_u, %A_v : f64
+    linalg.yield %A_w : f64
+  } -> tensor<3x4xf64>
+  %B_e = tensor.empty() : tensor<4x3xf64>
+  %B = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%b, %a : f64, f64) outs(%B_e : tensor<4x3xf64>) {
+  ^bb0(%B_x: f64, %B_y: f64, %B_o: f64):
+    %B_p0 = arith.constant 1.25 : f64
+    %B_i0 = linalg.index 0 : index
+    %B_l0 = arith.index_cast %B_i0 : index to i64
+    %B_f0 = arith.sitofp %B_l0 : i64 to f64
+    %B_c0 = arith.constant 1.3 : f64
+    %B_m0 = arith.mulf %B_f0, %B_c0 : f64
+    %B_p1 = arith.addf %B_p0, %B_m0 : f64
+    %B_i1 = linalg.index 1 : index
+    %B_l1 = arith.index_cast %B_i1 : index to i64
+    %B_f1 = arith.sitofp %B_l1 : i64 to f64
+    %B_c1 = arith.constant 1.9 : f64
+    %B_m1 = arith.mulf %B_f1, %B_c1 : f64
+    %B_p2 = arith.addf %B_p1, %B_m1 : f64
+    %B_s = math.sin %B_p2 : f64
+    %B_k = math.cos %B_p2 : f64
+    %B_u = arith.mulf %B_x, %B_s : f64
+    %B_v = arith.mulf %B_y, %B_k : f64
+    %B_w = arith.addf %B_u, %B_v : f64
+    linalg.yield %B_w : f64
+  } -> tensor<4x3xf64>
+  %O_z0 = arith.constant 0.0 : f64
+  %O_ze = tensor.empty() : tensor<3x3xf64>
+  %O = linalg.fill ins(%O_z0 : f64) outs(%O_ze : tensor<3x3xf64>) -> tensor<3x3xf64>
+  %M = linalg.matmul ins(%A, %B : tensor<3x4xf64>, tensor<4x3xf64>) outs(%O : tensor<3x3xf64>) -> tensor<3x3xf64>
+  %C_z = arith.constant 0.0 : f64
+  %C_e = tensor.empty() : tensor<f64>
+  %C_i = linalg.fill ins(%C_z : f64) outs(%C_e : tensor<f64>) -> tensor<f64>
+  %C = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0, d0)>, affine_map<(d0) -> ()>], iterator_types = ["reduction"]} ins(%M : tensor<3x3xf64>) outs(%C_i : tensor<f64>) {
+  ^bb0(%C_x: f64, %C_acc: f64):
+    %C_s = arith.addf %C_acc, %C_x : f64
+    linalg.yield %C_s : f64
+  } -> tensor<f64>
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<f64>) outs(%l_init : tensor<f64>) dimensions = []
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @check_trace_matmul(%point: i64, %p0: f64, %p1: f64) {
+  %g0, %g1 = ad.grad @case_trace_matmul(%p0, %p1) : (f64, f64) -> (f64, f64)
+  %tol = arith.constant 1.000000e-06 : f64
+  %xp0, %xm0 = func.call @step(%p0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_trace_matmul_ref(%xp0, %p1) : (f64, f64) -> f64
+  %fm0 = func.call @case_trace_matmul_ref(%xm0, %p1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "trace_matmul p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%g0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %xp1, %xm1 = func.call @step(%p1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_trace_matmul_ref(%p0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_trace_matmul_ref(%p0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "trace_matmul p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%g1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
+func.func @case_trace_matmul_dynamic(%a: f64, %b: f64) -> f64 {
+  %A_e = tensor.empty() : tensor<3x4xf64>
+  %A = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%A_e : tensor<3x4xf64>) {
+  ^bb0(%A_x: f64, %A_y: f64, %A_o: f64):
+    %A_p0 = arith.constant 0.25 : f64
+    %A_i0 = linalg.index 0 : index
+    %A_l0 = arith.index_cast %A_i0 : index to i64
+    %A_f0 = arith.sitofp %A_l0 : i64 to f64
+    %A_c0 = arith.constant 1.3 : f64
+    %A_m0 = arith.mulf %A_f0, %A_c0 : f64
+    %A_p1 = arith.addf %A_p0, %A_m0 : f64
+    %A_i1 = linalg.index 1 : index
+    %A_l1 = arith.index_cast %A_i1 : index to i64
+    %A_f1 = arith.sitofp %A_l1 : i64 to f64
+    %A_c1 = arith.constant 1.9 : f64
+    %A_m1 = arith.mulf %A_f1, %A_c1 : f64
+    %A_p2 = arith.addf %A_p1, %A_m1 : f64
+    %A_s = math.sin %A_p2 : f64
+    %A_k = math.cos %A_p2 : f64
+    %A_u = arith.mulf %A_x, %A_s : f64
+    %A_v = arith.mulf %A_y, %A_k : f64
+    %A_w = arith.addf %A_u, %A_v : f64
+    linalg.yield %A_w : f64
+  } -> tensor<3x4xf64>
+  %B_e = tensor.empty() : tensor<4x3xf64>
+  %B = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%b, %a : f64, f64) outs(%B_e : tensor<4x3xf64>) {
+  ^bb0(%B_x: f64, %B_y: f64, %B_o: f64):
+    %B_p0 = arith.constant 1.25 : f64
+    %B_i0 = linalg.index 0 : index
+    %B_l0 = arith.index_cast %B_i0 : index to i64
+    %B_f0 = arith.sitofp %B_l0 : i64 to f64
+    %B_c0 = arith.constant 1.3 : f64
+    %B_m0 = arith.mulf %B_f0, %B_c0 : f64
+    %B_p1 = arith.addf %B_p0, %B_m0 : f64
+    %B_i1 = linalg.index 1 : index
+    %B_l1 = arith.index_cast %B_i1 : index to i64
+    %B_f1 = arith.sitofp %B_l1 : i64 to f64
+    %B_c1 = arith.constant 1.9 : f64
+    %B_m1 = arith.mulf %B_f1, %B_c1 : f64
+    %B_p2 = arith.addf %B_p1, %B_m1 : f64
+    %B_s = math.sin %B_p2 : f64
+    %B_k = math.cos %B_p2 : f64
+    %B_u = arith.mulf %B_x, %B_s : f64
+    %B_v = arith.mulf %B_y, %B_k : f64
+    %B_w = arith.addf %B_u, %B_v : f64
+    linalg.yield %B_w : f64
+  } -> tensor<4x3xf64>
+  %Ad = tensor.cast %A : tensor<3x4xf64> to tensor<?x?xf64>
+  %Bd = tensor.cast %B : tensor<4x3xf64> to tensor<?x?xf64>
+  %i0 = arith.constant 0 : index
+  %d0 = tensor.dim %Ad, %i0 : tensor<?x?xf64>
+  %Oz = arith.constant 0.0 : f64
+  %Oe = tensor.empty(%d0, %d0) : tensor<?x?xf64>
+  %O = linalg.fill ins(%Oz : f64) outs(%Oe : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %M = linalg.matmul ins(%Ad, %Bd : tensor<?x?xf64>, tensor<?x?xf64>) outs(%O : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %C_z = arith.constant 0.0 : f64
+  %C_e = tensor.empty() : tensor<f64>
+  %C_i = linalg.fill ins(%C_z : f64) outs(%C_e : tensor<f64>) -> tensor<f64>
+  %C = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0, d0)>, affine_map<(d0) -> ()>], iterator_types = ["reduction"]} ins(%M : tensor<?x?xf64>) outs(%C_i : tensor<f64>) {
+  ^bb0(%C_x: f64, %C_acc: f64):
+    %C_s = arith.addf %C_acc, %C_x : f64
+    linalg.yield %C_s : f64
+  } -> tensor<f64>
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<f64>) outs(%l_init : tensor<f64>) dimensions = []
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @case_trace_matmul_dynamic_ref(%a: f64, %b: f64) -> f64 {
+  %A_e = tensor.empty() : tensor<3x4xf64>
+  %A = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%A_e : tensor<3x4xf64>) {
+  ^bb0(%A_x: f64, %A_y: f64, %A_o: f64):
+    %A_p0 = arith.constant 0.25 : f64
+    %A_i0 = linalg.index 0 : index
+    %A_l0 = arith.index_cast %A_i0 : index to i64
+    %A_f0 = arith.sitofp %A_l0 : i64 to f64
+    %A_c0 = arith.constant 1.3 : f64
+    %A_m0 = arith.mulf %A_f0, %A_c0 : f64
+    %A_p1 = arith.addf %A_p0, %A_m0 : f64
+    %A_i1 = linalg.index 1 : index
+    %A_l1 = arith.index_cast %A_i1 : index to i64
+    %A_f1 = arith.sitofp %A_l1 : i64 to f64
+    %A_c1 = arith.constant 1.9 : f64
+    %A_m1 = arith.mulf %A_f1, %A_c1 : f64
+    %A_p2 = arith.addf %A_p1, %A_m1 : f64
+    %A_s = math.sin %A_p2 : f64
+    %A_k = math.cos %A_p2 : f64
+    %A_u = arith.mulf %A_x, %A_s : f64
+    %A_v = arith.mulf %A_y, %A_k : f64
+    %A_w = arith.addf %A_u, %A_v : f64
+    linalg.yield %A_w : f64
+  } -> tensor<3x4xf64>
+  %B_e = tensor.empty() : tensor<4x3xf64>
+  %B = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%b, %a : f64, f64) outs(%B_e : tensor<4x3xf64>) {
+  ^bb0(%B_x: f64, %B_y: f64, %B_o: f64):
+    %B_p0 = arith.constant 1.25 : f64
+    %B_i0 = linalg.index 0 : index
+    %B_l0 = arith.index_cast %B_i0 : index to i64
+    %B_f0 = arith.sitofp %B_l0 : i64 to f64
+    %B_c0 = arith.constant 1.3 : f64
+    %B_m0 = arith.mulf %B_f0, %B_c0 : f64
+    %B_p1 = arith.addf %B_p0, %B_m0 : f64
+    %B_i1 = linalg.index 1 : index
+    %B_l1 = arith.index_cast %B_i1 : index to i64
+    %B_f1 = arith.sitofp %B_l1 : i64 to f64
+    %B_c1 = arith.constant 1.9 : f64
+    %B_m1 = arith.mulf %B_f1, %B_c1 : f64
+    %B_p2 = arith.addf %B_p1, %B_m1 : f64
+    %B_s = math.sin %B_p2 : f64
+    %B_k = math.cos %B_p2 : f64
+    %B_u = arith.mulf %B_x, %B_s : f64
+    %B_v = arith.mulf %B_y, %B_k : f64
+    %B_w = arith.addf %B_u, %B_v : f64
+    linalg.yield %B_w : f64
+  } -> tensor<4x3xf64>
+  %Ad = tensor.cast %A : tensor<3x4xf64> to tensor<?x?xf64>
+  %Bd = tensor.cast %B : tensor<4x3xf64> to tensor<?x?xf64>
+  %i0 = arith.constant 0 : index
+  %d0 = tensor.dim %Ad, %i0 : tensor<?x?xf64>
+  %Oz = arith.constant 0.0 : f64
+  %Oe = tensor.empty(%d0, %d0) : tensor<?x?xf64>
+  %O = linalg.fill ins(%Oz : f64) outs(%Oe : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %M = linalg.matmul ins(%Ad, %Bd : tensor<?x?xf64>, tensor<?x?xf64>) outs(%O : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %C_z = arith.constant 0.0 : f64
+  %C_e = tensor.empty() : tensor<f64>
+  %C_i = linalg.fill ins(%C_z : f64) outs(%C_e : tensor<f64>) -> tensor<f64>
+  %C = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0, d0)>, affine_map<(d0) -> ()>], iterator_types = ["reduction"]} ins(%M : tensor<?x?xf64>) outs(%C_i : tensor<f64>) {
+  ^bb0(%C_x: f64, %C_acc: f64):
+    %C_s = arith.addf %C_acc, %C_x : f64
+    linalg.yield %C_s : f64
+  } -> tensor<f64>
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<f64>) outs(%l_init : tensor<f64>) dimensions = []
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @check_trace_matmul_dynamic(%point: i64, %p0: f64, %p1: f64) {
+  %g0, %g1 = ad.grad @case_trace_matmul_dynamic(%p0, %p1) : (f64, f64) -> (f64, f64)
+  %tol = arith.constant 1.000000e-06 : f64
+  %xp0, %xm0 = func.call @step(%p0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_trace_matmul_dynamic_ref(%xp0, %p1) : (f64, f64) -> f64
+  %fm0 = func.call @case_trace_matmul_dynamic_ref(%xm0, %p1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "trace_matmul_dynamic p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%g0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %xp1, %xm1 = func.call @step(%p1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_trace_matmul_dynamic_ref(%p0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_trace_matmul_dynamic_ref(%p0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "trace_matmul_dynamic p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%g1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
+func.func @case_diagonal_products(%a: f64, %b: f64) -> f64 {
+  %A_e = tensor.empty() : tensor<3x3xf64>
+  %A = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%A_e : tensor<3x3xf64>) {
+  ^bb0(%A_x: f64, %A_y: f64, %A_o: f64):
+    %A_p0 = arith.constant 0.25 : f64
+    %A_i0 = linalg.index 0 : index
+    %A_l0 = arith.index_cast %A_i0 : index to i64
+    %A_f0 = arith.sitofp %A_l0 : i64 to f64
+    %A_c0 = arith.constant 1.3 : f64
+    %A_m0 = arith.mulf %A_f0, %A_c0 : f64
+    %A_p1 = arith.addf %A_p0, %A_m0 : f64
+    %A_i1 = linalg.index 1 : index
+    %A_l1 = arith.index_cast %A_i1 : index to i64
+    %A_f1 = arith.sitofp %A_l1 : i64 to f64
+    %A_c1 = arith.constant 1.9 : f64
+    %A_m1 = arith.mulf %A_f1, %A_c1 : f64
+    %A_p2 = arith.addf %A_p1, %A_m1 : f64
+    %A_s = math.sin %A_p2 : f64
+    %A_k = math.cos %A_p2 : f64
+    %A_u = arith.mulf %A_x, %A_s : f64
+    %A_v = arith.mulf %A_y, %A_k : f64
+    %A_w = arith.addf %A_u, %A_v : f64
+    linalg.yield %A_w : f64
+  } -> tensor<3x3xf64>
+  %B_e = tensor.empty() : tensor<3x3xf64>
+  %B = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%b, %a : f64, f64) outs(%B_e : tensor<3x3xf64>) {
+  ^bb0(%B_x: f64, %B_y: f64, %B_o: f64):
+    %B_p0 = arith.constant 1.25 : f64
+    %B_i0 = linalg.index 0 : index
+    %B_l0 = arith.index_cast %B_i0 : index to i64
+    %B_f0 = arith.sitofp %B_l0 : i64 to f64
+    %B_c0 = arith.constant 1.3 : f64
+    %B_m0 = arith.mulf %B_f0, %B_c0 : f64
+    %B_p1 = arith.addf %B_p0, %B_m0 : f64
+    %B_i1 = linalg.index 1 : index
+    %B_l1 = arith.index_cast %B_i1 : index to i64
+    %B_f1 = arith.sitofp %B_l1 : i64 to f64
+    %B_c1 = arith.constant 1.9 : f64
+    %B_m1 = arith.mulf %B_f1, %B_c1 : f64
+    %B_p2 = arith.addf %B_p1, %B_m1 : f64
+    %B_s = math.sin %B_p2 : f64
+    %B_k = math.cos %B_p2 : f64
+    %B_u = arith.mulf %B_x, %B_s : f64
+    %B_v = arith.mulf %B_y, %B_k : f64
+    %B_w = arith.addf %B_u, %B_v : f64
+    linalg.yield %B_w : f64
+  } -> tensor<3x3xf64>
+  %O_z0 = arith.constant 0.0 : f64
+  %O_ze = tensor.empty() : tensor<3x3xf64>
+  %O = linalg.fill ins(%O_z0 : f64) outs(%O_ze : tensor<3x3xf64>) -> tensor<3x3xf64>
+  %V_z0 = arith.constant 0.0 : f64
+  %V_ze = tensor.empty() : tensor<3xf64>
+  %V = linalg.fill ins(%V_z0 : f64) outs(%V_ze : tensor<3xf64>) -> tensor<3xf64>
+  %M = linalg.matmul ins(%A, %B : tensor<3x3xf64>, tensor<3x3xf64>) outs(%O : tensor<3x3xf64>) -> tensor<3x3xf64>
+  %P = arith.mulf %M, %A : tensor<3x3xf64>
+  %C = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0, d0)>, affine_map<(d0) -> (d0, d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%M, %P : tensor<3x3xf64>, tensor<3x3xf64>) outs(%V : tensor<3xf64>) {
+  ^bb0(%g_m: f64, %g_p: f64, %g_o: f64):
+    %g_e = math.exp %g_m : f64
+    %g_s = arith.subf %g_e, %g_p : f64
+    linalg.yield %g_s : f64
+  } -> tensor<3xf64>
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<3xf64>) outs(%l_init : tensor<f64>) dimensions = [0]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @case_diagonal_products_ref(%a: f64, %b: f64) -> f64 {
+  %A_e = tensor.empty() : tensor<3x3xf64>
+  %A = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%A_e : tensor<3x3xf64>) {
+  ^bb0(%A_x: f64, %A_y: f64, %A_o: f64):
+    %A_p0 = arith.constant 0.25 : f64
+    %A_i0 = linalg.index 0 : index
+    %A_l0 = arith.index_cast %A_i0 : index to i64
+    %A_f0 = arith.sitofp %A_l0 : i64 to f64
+    %A_c0 = arith.constant 1.3 : f64
+    %A_m0 = arith.mulf %A_f0, %A_c0 : f64
+    %A_p1 = arith.addf %A_p0, %A_m0 : f64
+    %A_i1 = linalg.index 1 : index
+    %A_l1 = arith.index_cast %A_i1 : index to i64
+    %A_f1 = arith.sitofp %A_l1 : i64 to f64
+    %A_c1 = arith.constant 1.9 : f64
+    %A_m1 = arith.mulf %A_f1, %A_c1 : f64
+    %A_p2 = arith.addf %A_p1, %A_m1 : f64
+    %A_s = math.sin %A_p2 : f64
+    %A_k = math.cos %A_p2 : f64
+    %A_u = arith.mulf %A_x, %A_s : f64
+    %A_v = arith.mulf %A_y, %A_k : f64
+    %A_w = arith.addf %A_u, %A_v : f64
+    linalg.yield %A_w : f64
+  } -> tensor<3x3xf64>
+  %B_e = tensor.empty() : tensor<3x3xf64>
+  %B = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%b, %a : f64, f64) outs(%B_e : tensor<3x3xf64>) {
+  ^bb0(%B_x: f64, %B_y: f64, %B_o: f64):
+    %B_p0 = arith.constant 1.25 : f64
+    %B_i0 = linalg.index 0 : index
+    %B_l0 = arith.index_cast %B_i0 : index to i64
+    %B_f0 = arith.sitofp %B_l0 : i64 to f64
+    %B_c0 = arith.constant 1.3 : f64
+    %B_m0 = arith.mulf %B_f0, %B_c0 : f64
+    %B_p1 = arith.addf %B_p0, %B_m0 : f64
+    %B_i1 = linalg.index 1 : index
+    %B_l1 = arith.index_cast %B_i1 : index to i64
+    %B_f1 = arith.sitofp %B_l1 : i64 to f64
+    %B_c1 = arith.constant 1.9 : f64
+    %B_m1 = arith.mulf %B_f1, %B_c1 : f64
+    %B_p2 = arith.addf %B_p1, %B_m1 : f64
+    %B_s = math.sin %B_p2 : f64
+    %B_k = math.cos %B_p2 : f64
+    %B_u = arith.mulf %B_x, %B_s : f64
+    %B_v = arith.mulf %B_y, %B_k : f64
+    %B_w = arith.addf %B_u, %B_v : f64
+    linalg.yield %B_w : f64
+  } -> tensor<3x3xf64>
+  %O_z0 = arith.constant 0.0 : f64
+  %O_ze = tensor.empty() : tensor<3x3xf64>
+  %O = linalg.fill ins(%O_z0 : f64) outs(%O_ze : tensor<3x3xf64>) -> tensor<3x3xf64>
+  %V_z0 = arith.constant 0.0 : f64
+  %V_ze = tensor.empty() : tensor<3xf64>
+  %V = linalg.fill ins(%V_z0 : f64) outs(%V_ze : tensor<3xf64>) -> tensor<3xf64>
+  %M = linalg.matmul ins(%A, %B : tensor<3x3xf64>, tensor<3x3xf64>) outs(%O : tensor<3x3xf64>) -> tensor<3x3xf64>
+  %P = arith.mulf %M, %A : tensor<3x3xf64>
+  %C = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0, d0)>, affine_map<(d0) -> (d0, d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%M, %P : tensor<3x3xf64>, tensor<3x3xf64>) outs(%V : tensor<3xf64>) {
+  ^bb0(%g_m: f64, %g_p: f64, %g_o: f64):
+    %g_e = math.exp %g_m : f64
+    %g_s = arith.subf %g_e, %g_p : f64
+    linalg.yield %g_s : f64
+  } -> tensor<3xf64>
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<3xf64>) outs(%l_init : tensor<f64>) dimensions = [0]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @check_diagonal_products(%point: i64, %p0: f64, %p1: f64) {
+  %g0, %g1 = ad.grad @case_diagonal_products(%p0, %p1) : (f64, f64) -> (f64, f64)
+  %tol = arith.constant 1.000000e-06 : f64
+  %xp0, %xm0 = func.call @step(%p0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_diagonal_products_ref(%xp0, %p1) : (f64, f64) -> f64
+  %fm0 = func.call @case_diagonal_products_ref(%xm0, %p1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "diagonal_products p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%g0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %xp1, %xm1 = func.call @step(%p1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_diagonal_products_ref(%p0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_diagonal_products_ref(%p0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "diagonal_products p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%g1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
 func.func @case_extract_insert(%a: f64, %b: f64) -> f64 {
   %A_e = tensor.empty() : tensor<2x3xf64>
   %A = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%A_e : tensor<2x3xf64>) {
@@ -4539,6 +5085,30 @@ func.func @main() {
   %generate_reshape_1_1 = arith.constant 0.9 : f64
   %generate_reshape_1_id = arith.constant 1 : i64
   func.call @check_generate_reshape(%generate_reshape_1_id, %generate_reshape_1_0, %generate_reshape_1_1) : (i64, f64, f64) -> ()
+  %trace_matmul_0_0 = arith.constant 0.7 : f64
+  %trace_matmul_0_1 = arith.constant -0.4 : f64
+  %trace_matmul_0_id = arith.constant 0 : i64
+  func.call @check_trace_matmul(%trace_matmul_0_id, %trace_matmul_0_0, %trace_matmul_0_1) : (i64, f64, f64) -> ()
+  %trace_matmul_1_0 = arith.constant -0.3 : f64
+  %trace_matmul_1_1 = arith.constant 0.9 : f64
+  %trace_matmul_1_id = arith.constant 1 : i64
+  func.call @check_trace_matmul(%trace_matmul_1_id, %trace_matmul_1_0, %trace_matmul_1_1) : (i64, f64, f64) -> ()
+  %trace_matmul_dynamic_0_0 = arith.constant 0.7 : f64
+  %trace_matmul_dynamic_0_1 = arith.constant -0.4 : f64
+  %trace_matmul_dynamic_0_id = arith.constant 0 : i64
+  func.call @check_trace_matmul_dynamic(%trace_matmul_dynamic_0_id, %trace_matmul_dynamic_0_0, %trace_matmul_dynamic_0_1) : (i64, f64, f64) -> ()
+  %trace_matmul_dynamic_1_0 = arith.constant -0.3 : f64
+  %trace_matmul_dynamic_1_1 = arith.constant 0.9 : f64
+  %trace_matmul_dynamic_1_id = arith.constant 1 : i64
+  func.call @check_trace_matmul_dynamic(%trace_matmul_dynamic_1_id, %trace_matmul_dynamic_1_0, %trace_matmul_dynamic_1_1) : (i64, f64, f64) -> ()
+  %diagonal_products_0_0 = arith.constant 0.7 : f64
+  %diagonal_products_0_1 = arith.constant -0.4 : f64
+  %diagonal_products_0_id = arith.constant 0 : i64
+  func.call @check_diagonal_products(%diagonal_products_0_id, %diagonal_products_0_0, %diagonal_products_0_1) : (i64, f64, f64) -> ()
+  %diagonal_products_1_0 = arith.constant -0.3 : f64
+  %diagonal_products_1_1 = arith.constant 0.9 : f64
+  %diagonal_products_1_id = arith.constant 1 : i64
+  func.call @check_diagonal_products(%diagonal_products_1_id, %diagonal_products_1_0, %diagonal_products_1_1) : (i64, f64, f64) -> ()
   %extract_insert_0_0 = arith.constant 0.7 : f64
   %extract_insert_0_1 = arith.constant -0.4 : f64
   %extract_insert_0_id = arith.constant 0 : i64
@@ -4667,6 +5237,18 @@ func.func @main() {
 // CHECK: generate_reshape p0 db: ok
 // CHECK: generate_reshape p1 da: ok
 // CHECK: generate_reshape p1 db: ok
+// CHECK: trace_matmul p0 da: ok
+// CHECK: trace_matmul p0 db: ok
+// CHECK: trace_matmul p1 da: ok
+// CHECK: trace_matmul p1 db: ok
+// CHECK: trace_matmul_dynamic p0 da: ok
+// CHECK: trace_matmul_dynamic p0 db: ok
+// CHECK: trace_matmul_dynamic p1 da: ok
+// CHECK: trace_matmul_dynamic p1 db: ok
+// CHECK: diagonal_products p0 da: ok
+// CHECK: diagonal_products p0 db: ok
+// CHECK: diagonal_products p1 da: ok
+// CHECK: diagonal_products p1 db: ok
 // CHECK: extract_insert p0 da: ok
 // CHECK: extract_insert p0 db: ok
 // CHECK: extract_insert p1 da: ok

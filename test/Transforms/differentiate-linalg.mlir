@@ -117,3 +117,69 @@ func.func @caller(%a: tensor<8xf64>) -> tensor<8xf64> {
   %g = ad.grad @maxred(%a) : (tensor<8xf64>) -> tensor<8xf64>
   return %g : tensor<8xf64>
 }
+
+// -----
+
+// trace(A B): the pullback is two scaled transposes (the trace's diagonal
+// cotangent is fused into the matmul adjoints, which lose their reduction),
+// and the tape holds A and B but not the product.
+// CHECK-DAG: #[[TR:.*]] = affine_map<(d0, d1) -> (d1, d0)>
+// CHECK-LABEL: func.func private @mul_tr_ad_fwd_0_1
+// CHECK: return %{{.*}}, %arg0, %arg1 : tensor<f64>, tensor<30x30xf64>, tensor<30x30xf64>
+// CHECK-LABEL: func.func private @mul_tr_ad_pb_0_1
+// CHECK-SAME: (%[[A:.*]]: tensor<30x30xf64>, %[[B:.*]]: tensor<30x30xf64>, %[[DS:.*]]: tensor<f64>)
+// CHECK-NOT: linalg.fill
+// CHECK: %[[DA:.*]] = linalg.generic {indexing_maps = [#[[TR]], {{.*}}], iterator_types = ["parallel", "parallel"]} ins(%[[B]], %[[DS]] :
+// CHECK: %[[DB:.*]] = linalg.generic {indexing_maps = [#[[TR]], {{.*}}], iterator_types = ["parallel", "parallel"]} ins(%[[A]], %[[DS]] :
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[DA]], %[[DB]]
+func.func @mul_tr(%a: tensor<30x30xf64>, %b: tensor<30x30xf64>) -> tensor<f64> {
+  %z = arith.constant 0.0 : f64
+  %e = tensor.empty() : tensor<30x30xf64>
+  %c0 = linalg.fill ins(%z : f64) outs(%e : tensor<30x30xf64>) -> tensor<30x30xf64>
+  %c = linalg.matmul ins(%a, %b : tensor<30x30xf64>, tensor<30x30xf64>) outs(%c0 : tensor<30x30xf64>) -> tensor<30x30xf64>
+  %s = tensor.empty() : tensor<f64>
+  %s0 = linalg.fill ins(%z : f64) outs(%s : tensor<f64>) -> tensor<f64>
+  %t = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0, d0)>, affine_map<(d0) -> ()>], iterator_types = ["reduction"]} ins(%c : tensor<30x30xf64>) outs(%s0 : tensor<f64>) {
+  ^bb0(%x: f64, %acc: f64):
+    %y = arith.addf %acc, %x : f64
+    linalg.yield %y : f64
+  } -> tensor<f64>
+  return %t : tensor<f64>
+}
+
+func.func @mul_tr_grad(%a: tensor<30x30xf64>, %b: tensor<30x30xf64>) -> (tensor<30x30xf64>, tensor<30x30xf64>) {
+  %ga, %gb = ad.grad @mul_tr(%a, %b) : (tensor<30x30xf64>, tensor<30x30xf64>) -> (tensor<30x30xf64>, tensor<30x30xf64>)
+  return %ga, %gb : tensor<30x30xf64>, tensor<30x30xf64>
+}
+
+// -----
+
+// A tensor.empty sized by tensor.dim of an active tensor depends on it, but
+// carries nothing back (without canonicalization first, the sizes stay).
+// CHECK-LABEL: func.func private @dyn_ad_pb_0
+// CHECK: linalg.generic
+func.func @dyn(%a: tensor<?xf64>) -> tensor<f64> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %a, %c0 : tensor<?xf64>
+  %e = tensor.empty(%n) : tensor<?xf64>
+  %m = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(%a : tensor<?xf64>) outs(%e : tensor<?xf64>) {
+  ^bb0(%x: f64, %o: f64):
+    %y = math.sin %x : f64
+    linalg.yield %y : f64
+  } -> tensor<?xf64>
+  %z = arith.constant 0.0 : f64
+  %s = tensor.empty() : tensor<f64>
+  %s0 = linalg.fill ins(%z : f64) outs(%s : tensor<f64>) -> tensor<f64>
+  %t = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> ()>], iterator_types = ["reduction"]} ins(%m : tensor<?xf64>) outs(%s0 : tensor<f64>) {
+  ^bb0(%x: f64, %acc: f64):
+    %y = arith.addf %acc, %x : f64
+    linalg.yield %y : f64
+  } -> tensor<f64>
+  return %t : tensor<f64>
+}
+
+func.func @dyn_grad(%a: tensor<?xf64>) -> tensor<?xf64> {
+  %g = ad.grad @dyn(%a) : (tensor<?xf64>) -> tensor<?xf64>
+  return %g : tensor<?xf64>
+}

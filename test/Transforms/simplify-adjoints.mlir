@@ -1,0 +1,178 @@
+// RUN: ad-opt %s --split-input-file --ad-simplify-adjoints | FileCheck %s
+
+// The adjoint of trace(A B) with respect to A: a diagonal scatter of ds into
+// zeros, read by a contraction. The contraction's j loop only reads zeros
+// off the diagonal: it is eliminated, the scatter is fused, and the zero
+// accumulator becomes an uninitialized tensor. What is left is ds * B^T.
+// CHECK-DAG: #[[T:.*]] = affine_map<(d0, d1) -> (d1, d0)>
+// CHECK-DAG: #[[S:.*]] = affine_map<(d0, d1) -> ()>
+// CHECK-DAG: #[[ID:.*]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-LABEL: func.func @trace_matmul_adjoint
+// CHECK-SAME: (%[[DS:.*]]: tensor<f64>, %[[A:.*]]: tensor<30x30xf64>, %[[B:.*]]: tensor<30x30xf64>)
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<30x30xf64>
+// CHECK-NOT: linalg.fill
+// CHECK: %[[DA:.*]] = linalg.generic {indexing_maps = [#[[T]], #[[S]], #[[ID]]], iterator_types = ["parallel", "parallel"]}
+// CHECK-SAME: ins(%[[B]], %[[DS]] : tensor<30x30xf64>, tensor<f64>) outs(%[[E]] : tensor<30x30xf64>)
+// CHECK-NEXT: ^bb0(%[[BIN:.*]]: f64, %[[DSIN:.*]]: f64, %{{.*}}: f64):
+// CHECK-NEXT: %[[P:.*]] = arith.mulf %[[DSIN]], %[[BIN]] : f64
+// CHECK-NEXT: linalg.yield %[[P]] : f64
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[DA]]
+func.func @trace_matmul_adjoint(%ds: tensor<f64>, %a: tensor<30x30xf64>, %b: tensor<30x30xf64>) -> tensor<30x30xf64> {
+  %z = arith.constant 0.0 : f64
+  %e = tensor.empty() : tensor<30x30xf64>
+  %zeros = linalg.fill ins(%z : f64) outs(%e : tensor<30x30xf64>) -> tensor<30x30xf64>
+  %dc = linalg.generic {indexing_maps = [affine_map<(i) -> ()>, affine_map<(i) -> (i, i)>], iterator_types = ["reduction"]} ins(%ds : tensor<f64>) outs(%zeros : tensor<30x30xf64>) {
+  ^bb0(%s: f64, %out: f64):
+    %r = arith.addf %out, %s : f64
+    linalg.yield %r : f64
+  } -> tensor<30x30xf64>
+  // dA[i, k] = sum_j dC[i, j] B[k, j]; it also reads A, which it ignores.
+  %da = linalg.generic {indexing_maps = [affine_map<(j, i, k) -> (i, k)>, affine_map<(j, i, k) -> (k, j)>, affine_map<(j, i, k) -> (i, j)>, affine_map<(j, i, k) -> (i, k)>], iterator_types = ["reduction", "parallel", "parallel"]} ins(%a, %b, %dc : tensor<30x30xf64>, tensor<30x30xf64>, tensor<30x30xf64>) outs(%zeros : tensor<30x30xf64>) {
+  ^bb0(%x: f64, %y: f64, %c: f64, %out: f64):
+    %p = arith.mulf %c, %y : f64
+    %r = arith.addf %out, %p : f64
+    linalg.yield %r : f64
+  } -> tensor<30x30xf64>
+  return %da : tensor<30x30xf64>
+}
+
+// -----
+
+// A scatter read on its own diagonal needs no elimination: it is fused, and
+// the value it scatters (here computed from its input) is recomputed in the
+// reader. Dynamic sizes work the same way.
+// CHECK-LABEL: func.func @diagonal_read
+// CHECK-SAME: (%[[V:.*]]: tensor<?xf64>, %[[M:.*]]: tensor<?x?xf64>)
+// CHECK: linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}], iterator_types = ["parallel"]}
+// CHECK-SAME: ins(%[[M]], %[[V]] : tensor<?x?xf64>, tensor<?xf64>)
+// CHECK: math.exp
+// CHECK: arith.mulf
+// CHECK-NOT: linalg.generic
+func.func @diagonal_read(%v: tensor<?xf64>, %m: tensor<?x?xf64>) -> tensor<?xf64> {
+  %z = arith.constant 0.0 : f64
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %v, %c0 : tensor<?xf64>
+  %e = tensor.empty(%n, %n) : tensor<?x?xf64>
+  %zeros = linalg.fill ins(%z : f64) outs(%e : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %d = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i, i)>], iterator_types = ["parallel"]} ins(%v : tensor<?xf64>) outs(%zeros : tensor<?x?xf64>) {
+  ^bb0(%s: f64, %out: f64):
+    %x = math.exp %s : f64
+    linalg.yield %x : f64
+  } -> tensor<?x?xf64>
+  %ev = tensor.empty(%n) : tensor<?xf64>
+  %r = linalg.generic {indexing_maps = [affine_map<(i) -> (i, i)>, affine_map<(i) -> (i, i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(%d, %m : tensor<?x?xf64>, tensor<?x?xf64>) outs(%ev : tensor<?xf64>) {
+  ^bb0(%x: f64, %y: f64, %out: f64):
+    %p = arith.mulf %x, %y : f64
+    linalg.yield %p : f64
+  } -> tensor<?xf64>
+  return %r : tensor<?xf64>
+}
+
+// -----
+
+// Both indices of the diagonal are output dimensions of the reader: it
+// writes every element, and those off the diagonal get the init plus a
+// product with zero. Nothing can be eliminated, so nothing is fused.
+// CHECK-LABEL: func.func @parallel_reader
+// CHECK: %[[D:.*]] = linalg.generic
+// CHECK: linalg.generic {{.*}} ins(%[[D]], %{{.*}} :
+func.func @parallel_reader(%ds: tensor<f64>, %b: tensor<4x4xf64>, %acc: tensor<4x4xf64>) -> tensor<4x4xf64> {
+  %z = arith.constant 0.0 : f64
+  %e = tensor.empty() : tensor<4x4xf64>
+  %zeros = linalg.fill ins(%z : f64) outs(%e : tensor<4x4xf64>) -> tensor<4x4xf64>
+  %d = linalg.generic {indexing_maps = [affine_map<(i) -> ()>, affine_map<(i) -> (i, i)>], iterator_types = ["parallel"]} ins(%ds : tensor<f64>) outs(%zeros : tensor<4x4xf64>) {
+  ^bb0(%s: f64, %out: f64):
+    linalg.yield %s : f64
+  } -> tensor<4x4xf64>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%d, %b : tensor<4x4xf64>, tensor<4x4xf64>) outs(%acc : tensor<4x4xf64>) {
+  ^bb0(%x: f64, %y: f64, %out: f64):
+    %p = arith.mulf %x, %y : f64
+    %s = arith.addf %out, %p : f64
+    linalg.yield %s : f64
+  } -> tensor<4x4xf64>
+  return %r : tensor<4x4xf64>
+}
+
+// -----
+
+// A reduction over a term that does not vanish with the scattered tensor
+// (dC + B) must keep every iteration: no fusion.
+// CHECK-LABEL: func.func @sum_does_not_vanish
+// CHECK: %[[D:.*]] = linalg.generic
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]{{.*}} ins(%[[D]], %{{.*}} :
+func.func @sum_does_not_vanish(%ds: tensor<f64>, %b: tensor<4x4xf64>) -> tensor<4xf64> {
+  %z = arith.constant 0.0 : f64
+  %e = tensor.empty() : tensor<4x4xf64>
+  %zeros = linalg.fill ins(%z : f64) outs(%e : tensor<4x4xf64>) -> tensor<4x4xf64>
+  %d = linalg.generic {indexing_maps = [affine_map<(i) -> ()>, affine_map<(i) -> (i, i)>], iterator_types = ["parallel"]} ins(%ds : tensor<f64>) outs(%zeros : tensor<4x4xf64>) {
+  ^bb0(%s: f64, %out: f64):
+    linalg.yield %s : f64
+  } -> tensor<4x4xf64>
+  %ev = tensor.empty() : tensor<4xf64>
+  %zv = linalg.fill ins(%z : f64) outs(%ev : tensor<4xf64>) -> tensor<4xf64>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]} ins(%d, %b : tensor<4x4xf64>, tensor<4x4xf64>) outs(%zv : tensor<4xf64>) {
+  ^bb0(%x: f64, %y: f64, %out: f64):
+    %p = arith.addf %x, %y : f64
+    %s = arith.addf %out, %p : f64
+    linalg.yield %s : f64
+  } -> tensor<4xf64>
+  return %r : tensor<4xf64>
+}
+
+// -----
+
+// A scatter into a tensor that is not zero (an accumulated cotangent) is not
+// fused, and a sum into a nonzero init keeps its addition.
+// CHECK-LABEL: func.func @nonzero_init
+// CHECK: %[[D:.*]] = linalg.generic
+// CHECK: linalg.generic {{.*}} ins(%[[D]], %{{.*}} :
+// CHECK: arith.addf
+func.func @nonzero_init(%ds: tensor<f64>, %b: tensor<4x4xf64>, %acc: tensor<4x4xf64>) -> tensor<4x4xf64> {
+  %d = linalg.generic {indexing_maps = [affine_map<(i) -> ()>, affine_map<(i) -> (i, i)>], iterator_types = ["parallel"]} ins(%ds : tensor<f64>) outs(%acc : tensor<4x4xf64>) {
+  ^bb0(%s: f64, %out: f64):
+    %r = arith.addf %out, %s : f64
+    linalg.yield %r : f64
+  } -> tensor<4x4xf64>
+  %r = linalg.generic {indexing_maps = [affine_map<(j, i, k) -> (i, j)>, affine_map<(j, i, k) -> (k, j)>, affine_map<(j, i, k) -> (i, k)>], iterator_types = ["reduction", "parallel", "parallel"]} ins(%d, %b : tensor<4x4xf64>, tensor<4x4xf64>) outs(%acc : tensor<4x4xf64>) {
+  ^bb0(%x: f64, %y: f64, %out: f64):
+    %p = arith.mulf %x, %y : f64
+    %s = arith.addf %out, %p : f64
+    linalg.yield %s : f64
+  } -> tensor<4x4xf64>
+  return %r : tensor<4x4xf64>
+}
+
+// -----
+
+// A sum into zeros where each element is written once becomes a plain
+// write into the fill's destination (the fill is then dead); with a
+// reduction it stays a sum.
+// CHECK-LABEL: func.func @sum_into_zeros
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<4x4xf64>
+// CHECK-NOT: linalg.fill
+// CHECK: linalg.generic {{.*}} outs(%[[E]] : tensor<4x4xf64>)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: math.sin
+// CHECK-NEXT: linalg.yield
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<4xf64>)
+// CHECK: arith.addf
+func.func @sum_into_zeros(%b: tensor<4x4xf64>) -> (tensor<4x4xf64>, tensor<4xf64>) {
+  %z = arith.constant 0.0 : f64
+  %e = tensor.empty() : tensor<4x4xf64>
+  %zeros = linalg.fill ins(%z : f64) outs(%e : tensor<4x4xf64>) -> tensor<4x4xf64>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (j, i)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%b : tensor<4x4xf64>) outs(%zeros : tensor<4x4xf64>) {
+  ^bb0(%y: f64, %out: f64):
+    %p = math.sin %y : f64
+    %s = arith.addf %out, %p : f64
+    linalg.yield %s : f64
+  } -> tensor<4x4xf64>
+  %ev = tensor.empty() : tensor<4xf64>
+  %zv = linalg.fill ins(%z : f64) outs(%ev : tensor<4xf64>) -> tensor<4xf64>
+  %q = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]} ins(%b : tensor<4x4xf64>) outs(%zv : tensor<4xf64>) {
+  ^bb0(%y: f64, %out: f64):
+    %s = arith.addf %out, %y : f64
+    linalg.yield %s : f64
+  } -> tensor<4xf64>
+  return %r, %q : tensor<4x4xf64>, tensor<4xf64>
+}
