@@ -12,6 +12,9 @@
 //   never materialized: trace(A B) gets dA = B^T in O(n^2), not O(n^3).
 // - SumIntoZeros: `out + t` over a zero init that every iteration writes
 //   once becomes `t` over an uninitialized tensor (no fill pass).
+// - MergeSiblings: generics over the same loops (the adjoints of one op's
+//   several inputs) become one, which reads shared inputs and recomputes
+//   the primal body once.
 // - upstream's removal of unused generic operands, so that primal values
 //   the adjoint does not read are neither kept alive nor taped.
 //
@@ -71,11 +74,11 @@ static bool isZeroTensor(Value value) {
   return isZeroScalar(yielded);
 }
 
-/// For the single output of `generic`: the value added to the output
-/// argument when the body yields `out + t` and reads `out` nowhere else.
-static Value summedTerm(linalg::GenericOp generic) {
-  BlockArgument output = generic.getRegionOutputArgs()[0];
-  Value yielded = generic.getBody()->getTerminator()->getOperand(0);
+/// For output `index` of `generic`: the value added to the output argument
+/// when the body yields `out + t` and reads `out` nowhere else.
+static Value summedTerm(linalg::GenericOp generic, unsigned index = 0) {
+  BlockArgument output = generic.getRegionOutputArgs()[index];
+  Value yielded = generic.getBody()->getTerminator()->getOperand(index);
   auto add = yielded.getDefiningOp<arith::AddFOp>();
   if (!add || !output.hasOneUse() || !add->hasOneUse() ||
       add->getBlock() != generic.getBody())
@@ -324,39 +327,144 @@ struct ScatterIntoSum : OpRewritePattern<linalg::GenericOp> {
   }
 };
 
-/// `out + t` over a zero init, where every iteration writes its own element
-/// and every element is written: yields `t` into an uninitialized tensor.
+/// `out + t` over a zero init, for an output whose map is a permutation
+/// (every element is written by exactly one iteration): yields `t` into an
+/// uninitialized tensor.
 struct SumIntoZeros : OpRewritePattern<linalg::GenericOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(linalg::GenericOp generic,
                                 PatternRewriter &rewriter) const override {
-    if (!generic.hasPureTensorSemantics() || generic.getNumDpsInits() != 1 ||
-        generic.getNumParallelLoops() != generic.getNumLoops() ||
-        !generic.getIndexingMapsArray().back().isPermutation())
-      return rewriter.notifyMatchFailure(generic, "not one write per element");
-    Value init = generic.getDpsInits()[0];
-    if (!isZeroTensor(init))
-      return rewriter.notifyMatchFailure(generic, "init is not zero");
-    Value term = summedTerm(generic);
-    if (!term)
-      return rewriter.notifyMatchFailure(generic, "body is not out + t");
-    Value uninitialized;
-    if (auto fill = init.getDefiningOp<linalg::FillOp>())
-      uninitialized = fill.getOutputs()[0];
-    else if (auto zeroGeneric = init.getDefiningOp<linalg::GenericOp>())
-      uninitialized = zeroGeneric.getDpsInits()[0];
-    else
-      uninitialized = tensor::EmptyOp::create(
-          rewriter, generic.getLoc(),
-          tensor::getMixedSizes(rewriter, generic.getLoc(), init),
-          getElementTypeOrSelf(init.getType()));
-    Operation *add = generic.getBody()->getTerminator()->getOperand(0)
-                         .getDefiningOp();
-    rewriter.replaceOp(add, term);
-    rewriter.modifyOpInPlace(generic, [&] {
-      generic.getDpsInitsMutable()[0].set(uninitialized);
-    });
+    if (!generic.hasPureTensorSemantics())
+      return rewriter.notifyMatchFailure(generic, "not on tensors");
+    SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
+    unsigned numInputs = generic.getNumDpsInputs();
+    bool changed = false;
+    for (unsigned index = 0; index < generic.getNumDpsInits(); ++index) {
+      Value init = generic.getDpsInits()[index];
+      Value term = summedTerm(generic, index);
+      if (!maps[numInputs + index].isPermutation() || !isZeroTensor(init) ||
+          !term)
+        continue;
+      Value uninitialized;
+      if (auto fill = init.getDefiningOp<linalg::FillOp>())
+        uninitialized = fill.getOutputs()[0];
+      else if (auto zeroGeneric = init.getDefiningOp<linalg::GenericOp>())
+        uninitialized = zeroGeneric.getDpsInits()[0];
+      else
+        uninitialized = tensor::EmptyOp::create(
+            rewriter, generic.getLoc(),
+            tensor::getMixedSizes(rewriter, generic.getLoc(), init),
+            getElementTypeOrSelf(init.getType()));
+      Operation *add =
+          generic.getBody()->getTerminator()->getOperand(index).getDefiningOp();
+      rewriter.replaceOp(add, term);
+      rewriter.modifyOpInPlace(generic, [&] {
+        generic.getDpsInitsMutable()[index].set(uninitialized);
+      });
+      changed = true;
+    }
+    return success(changed);
+  }
+};
+
+/// Merges two generics over the same loops (they read a common input
+/// through the same map, which fixes every loop's range) into one with the
+/// outputs of both. The adjoint generics of one op's inputs recompute the
+/// same body: merged, they read the shared inputs once, and CSE computes
+/// the body once. A loop stays parallel only if it is in both.
+struct MergeSiblings : OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(linalg::GenericOp first,
+                                PatternRewriter &rewriter) const override {
+    if (!first.hasPureTensorSemantics())
+      return rewriter.notifyMatchFailure(first, "not on tensors");
+    for (Operation *op = first->getNextNode(); op; op = op->getNextNode()) {
+      auto second = dyn_cast<linalg::GenericOp>(op);
+      if (second && isSibling(first, second))
+        return merge(first, second, rewriter);
+    }
+    return rewriter.notifyMatchFailure(first, "no sibling");
+  }
+
+  /// Whether `second` (after `first` in its block) runs the same loops and
+  /// `first` can move down to it: nothing before `second` uses `first`.
+  static bool isSibling(linalg::GenericOp first, linalg::GenericOp second) {
+    if (!second.hasPureTensorSemantics() ||
+        first.getNumLoops() != second.getNumLoops())
+      return false;
+    bool sharesLoops = false;
+    for (OpOperand *a : first.getDpsInputOperands())
+      for (OpOperand *b : second.getDpsInputOperands())
+        if (a->get() == b->get() && isa<RankedTensorType>(a->get().getType())) {
+          AffineMap map = first.getMatchingIndexingMap(a);
+          sharesLoops |= map == second.getMatchingIndexingMap(b) &&
+                         map.isPermutation();
+        }
+    if (!sharesLoops)
+      return false;
+    for (Operation *user : first->getUsers()) {
+      Operation *ancestor = second->getBlock()->findAncestorOpInBlock(*user);
+      if (!ancestor || !second->isBeforeInBlock(ancestor))
+        return false;
+    }
+    return true;
+  }
+
+  static LogicalResult merge(linalg::GenericOp first, linalg::GenericOp second,
+                             PatternRewriter &rewriter) {
+    SmallVector<Value> inputs(first.getDpsInputs());
+    llvm::append_range(inputs, second.getDpsInputs());
+    SmallVector<Value> inits(first.getDpsInits());
+    llvm::append_range(inits, second.getDpsInits());
+    SmallVector<AffineMap> maps;
+    for (OpOperand *operand : first.getDpsInputOperands())
+      maps.push_back(first.getMatchingIndexingMap(operand));
+    for (OpOperand *operand : second.getDpsInputOperands())
+      maps.push_back(second.getMatchingIndexingMap(operand));
+    for (OpOperand &operand : first.getDpsInitsMutable())
+      maps.push_back(first.getMatchingIndexingMap(&operand));
+    for (OpOperand &operand : second.getDpsInitsMutable())
+      maps.push_back(second.getMatchingIndexingMap(&operand));
+    SmallVector<utils::IteratorType> iterators;
+    for (auto [a, b] : llvm::zip(first.getIteratorTypesArray(),
+                                 second.getIteratorTypesArray()))
+      iterators.push_back(a == b ? a : utils::IteratorType::reduction);
+    SmallVector<Type> resultTypes(first.getResultTypes());
+    llvm::append_range(resultTypes, second.getResultTypes());
+
+    rewriter.setInsertionPoint(second);
+    auto merged = linalg::GenericOp::create(
+        rewriter, second.getLoc(), resultTypes, inputs, inits, maps,
+        iterators, [&](OpBuilder &b, Location loc, ValueRange args) {
+          unsigned firstInputs = first.getNumDpsInputs();
+          unsigned secondInputs = second.getNumDpsInputs();
+          unsigned firstOutputs = first.getNumDpsInits();
+          IRMapping mapping;
+          Block *firstBody = first.getBody(), *secondBody = second.getBody();
+          for (unsigned i = 0; i < firstInputs; ++i)
+            mapping.map(firstBody->getArgument(i), args[i]);
+          for (unsigned i = 0; i < secondInputs; ++i)
+            mapping.map(secondBody->getArgument(i), args[firstInputs + i]);
+          for (unsigned i = 0; i < firstOutputs; ++i)
+            mapping.map(firstBody->getArgument(firstInputs + i),
+                        args[firstInputs + secondInputs + i]);
+          for (unsigned i = 0; i < second.getNumDpsInits(); ++i)
+            mapping.map(secondBody->getArgument(secondInputs + i),
+                        args[firstInputs + secondInputs + firstOutputs + i]);
+          SmallVector<Value> yielded;
+          for (Block *body : {firstBody, secondBody}) {
+            for (Operation &op : body->without_terminator())
+              b.clone(op, mapping);
+            for (Value value : body->getTerminator()->getOperands())
+              yielded.push_back(mapping.lookupOrDefault(value));
+          }
+          linalg::YieldOp::create(b, loc, yielded);
+        });
+    unsigned numFirst = first.getNumResults();
+    rewriter.replaceOp(first, merged.getResults().take_front(numFirst));
+    rewriter.replaceOp(second, merged.getResults().drop_front(numFirst));
     return success();
   }
 };
@@ -377,11 +485,18 @@ void mlir::ad::populateAdjointSimplificationPatterns(
 }
 
 void mlir::ad::simplifyAdjoints(Operation *root) {
-  RewritePatternSet patterns(root->getContext());
-  populateAdjointSimplificationPatterns(patterns);
+  MLIRContext *context = root->getContext();
   GreedyRewriteConfig config;
   config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
   // Not converging within the iteration limit leaves valid, less simplified
   // IR: not an error.
+  RewritePatternSet patterns(context);
+  populateAdjointSimplificationPatterns(patterns);
   (void)applyPatternsGreedily(root, std::move(patterns), config);
+  // Merging siblings last: a merged generic has several outputs, which the
+  // fusions above do not handle.
+  RewritePatternSet merging(context);
+  merging.add<MergeSiblings, SumIntoZeros>(context);
+  linalg::populateEraseUnusedOperandsAndResultsPatterns(merging);
+  (void)applyPatternsGreedily(root, std::move(merging), config);
 }

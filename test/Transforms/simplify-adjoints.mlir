@@ -176,3 +176,76 @@ func.func @sum_into_zeros(%b: tensor<4x4xf64>) -> (tensor<4x4xf64>, tensor<4xf64
   } -> tensor<4xf64>
   return %r, %q : tensor<4x4xf64>, tensor<4xf64>
 }
+
+// -----
+
+// Two generics over the same loops (they read %x through the same
+// permutation) merge into one with both outputs, once nothing between them
+// uses the first. The loop is parallel in one and a reduction in the other:
+// merged, it is a reduction. The parallel output's sum into zeros is then a
+// plain write, the reduction keeps its addition.
+// CHECK-LABEL: func.func @siblings
+// CHECK-SAME: (%[[X:.*]]: tensor<8xf64>, %[[S:.*]]: tensor<f64>)
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<8xf64>
+// CHECK: %[[R:.*]]:2 = linalg.generic {{.*}} iterator_types = ["reduction"]} ins(%[[X]], %[[S]] : tensor<8xf64>, tensor<f64>) outs(%[[E]], %{{.*}} : tensor<8xf64>, tensor<f64>)
+// CHECK: math.exp
+// CHECK: math.exp
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[R]]#0, %[[R]]#1
+func.func @siblings(%x: tensor<8xf64>, %s: tensor<f64>) -> (tensor<8xf64>, tensor<f64>) {
+  %z = arith.constant 0.0 : f64
+  %e = tensor.empty() : tensor<8xf64>
+  %zeros = linalg.fill ins(%z : f64) outs(%e : tensor<8xf64>) -> tensor<8xf64>
+  %dx = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> ()>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(%x, %s : tensor<8xf64>, tensor<f64>) outs(%zeros : tensor<8xf64>) {
+  ^bb0(%a: f64, %b: f64, %out: f64):
+    %d = arith.subf %a, %b : f64
+    %p = math.exp %d : f64
+    %r = arith.addf %out, %p : f64
+    linalg.yield %r : f64
+  } -> tensor<8xf64>
+  %es = tensor.empty() : tensor<f64>
+  %zs = linalg.fill ins(%z : f64) outs(%es : tensor<f64>) -> tensor<f64>
+  %ds = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> ()>, affine_map<(i) -> ()>], iterator_types = ["reduction"]} ins(%x, %s : tensor<8xf64>, tensor<f64>) outs(%zs : tensor<f64>) {
+  ^bb0(%a: f64, %b: f64, %out: f64):
+    %d = arith.subf %a, %b : f64
+    %p = math.exp %d : f64
+    %n = arith.negf %p : f64
+    %r = arith.addf %out, %n : f64
+    linalg.yield %r : f64
+  } -> tensor<f64>
+  return %dx, %ds : tensor<8xf64>, tensor<f64>
+}
+
+// -----
+
+// The second generic reads the first's result: they stay apart. So do
+// generics whose shared input is read through different maps.
+// CHECK-LABEL: func.func @dependent_siblings
+// CHECK: %[[A:.*]] = linalg.generic
+// CHECK: %[[B:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %[[A]] :
+// CHECK: linalg.generic
+// CHECK: linalg.generic
+func.func @dependent_siblings(%x: tensor<4x4xf64>) -> (tensor<4x4xf64>, tensor<4x4xf64>) {
+  %e = tensor.empty() : tensor<4x4xf64>
+  %a = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<4x4xf64>) outs(%e : tensor<4x4xf64>) {
+  ^bb0(%v: f64, %out: f64):
+    %p = math.sin %v : f64
+    linalg.yield %p : f64
+  } -> tensor<4x4xf64>
+  %b = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%x, %a : tensor<4x4xf64>, tensor<4x4xf64>) outs(%e : tensor<4x4xf64>) {
+  ^bb0(%v: f64, %w: f64, %out: f64):
+    %p = arith.mulf %v, %w : f64
+    linalg.yield %p : f64
+  } -> tensor<4x4xf64>
+  %c = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%b : tensor<4x4xf64>) outs(%e : tensor<4x4xf64>) {
+  ^bb0(%v: f64, %out: f64):
+    %p = math.cos %v : f64
+    linalg.yield %p : f64
+  } -> tensor<4x4xf64>
+  %d = linalg.generic {indexing_maps = [affine_map<(i, j) -> (j, i)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%b : tensor<4x4xf64>) outs(%e : tensor<4x4xf64>) {
+  ^bb0(%v: f64, %out: f64):
+    %p = math.exp %v : f64
+    linalg.yield %p : f64
+  } -> tensor<4x4xf64>
+  return %c, %d : tensor<4x4xf64>, tensor<4x4xf64>
+}
