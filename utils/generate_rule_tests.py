@@ -1004,6 +1004,45 @@ TENSORS = {
          "  tensor.yield %pv : {t}",
          "}} : tensor<3x3x{t}> to tensor<4x5x{t}>"] +
         loss("C", [4, 5])),
+    # Padding computed per position from the indices and the arguments,
+    # on a dynamically shaped source with a dynamic low padding.
+    "pad_positional": tensor_case(
+        build("A", [2, 3], "a", "b", 0) +
+        ["%Ad = tensor.cast %A : tensor<2x3x{t}> to tensor<?x?x{t}>",
+         # 3, computed at run time (a - a is not folded: it is NaN for inf).
+         "%lz = arith.subf %a, %a : {t}",
+         "%l3 = arith.constant 3.0 : {t}",
+         "%lf = arith.addf %lz, %l3 : {t}",
+         "%li = arith.fptosi %lf : {t} to i64",
+         "%lo = arith.index_cast %li : i64 to index",
+         "%P = tensor.pad %Ad low[1, %lo] high[2, 1] {{",
+         "^bb0(%p_i: index, %p_j: index):",
+         "  %p_k = arith.addi %p_i, %p_j : index",
+         "  %p_l = arith.index_cast %p_k : index to i64",
+         "  %p_f = arith.sitofp %p_l : i64 to {t}",
+         "  %p_s = math.sin %p_f : {t}",
+         "  %p_u = arith.mulf %a, %p_s : {t}",
+         "  %p_v = arith.mulf %p_u, %b : {t}",
+         "  tensor.yield %p_v : {t}",
+         "}} : tensor<?x?x{t}> to tensor<?x?x{t}>",
+         "%C = tensor.cast %P : tensor<?x?x{t}> to tensor<5x7x{t}>"] +
+        loss("C", [5, 7])),
+    # collapse_shape of dynamic shapes: with one dynamic size per group
+    # (sizes inferred from the cotangent) and with two (read from the
+    # source).
+    "collapse_dynamic": tensor_case(
+        build("A", [2, 2, 3], "a", "b", 0) +
+        ["%Ad = tensor.cast %A : tensor<2x2x3x{t}> to tensor<?x2x?x{t}>",
+         "%M = math.tanh %Ad : tensor<?x2x?x{t}>",
+         "%K = tensor.collapse_shape %M [[0, 1], [2]] : tensor<?x2x?x{t}> into tensor<?x?x{t}>",
+         "%Ae = tensor.cast %A : tensor<2x2x3x{t}> to tensor<?x?x?x{t}>",
+         "%N = math.sin %Ae : tensor<?x?x?x{t}>",
+         "%L = tensor.collapse_shape %N [[0, 1, 2]] : tensor<?x?x?x{t}> into tensor<?x{t}>",
+         "%Lc = tensor.cast %L : tensor<?x{t}> to tensor<12x{t}>",
+         "%Le = tensor.expand_shape %Lc [[0, 1]] output_shape [4, 3] : tensor<12x{t}> into tensor<4x3x{t}>",
+         "%Kc = tensor.cast %K : tensor<?x?x{t}> to tensor<4x3x{t}>",
+         "%C = arith.mulf %Kc, %Le : tensor<4x3x{t}>"] +
+        loss("C", [4, 3])),
     # A generic whose body reads the scalar arguments directly.
     "generic_captures": tensor_case(
         build("A", [3, 4], "a", "b", 0) + zeros("O", [3, 4]) +

@@ -107,6 +107,22 @@ Value mlir::ad::createFilledConstant(OpBuilder &builder, Location loc,
   return cast<CotangentTypeInterface>(type).createConstant(builder, loc, value);
 }
 
+Value mlir::ad::createFilledLike(OpBuilder &builder, Location loc, Value like,
+                                 double value) {
+  Type type = like.getType();
+  if (Value constant = createFilledConstant(builder, loc, type, value))
+    return constant;
+  auto tensorType = cast<RankedTensorType>(type);
+  Value empty = tensor::EmptyOp::create(
+      builder, loc, tensor::getMixedSizes(builder, loc, like),
+      tensorType.getElementType());
+  Value scalar = arith::ConstantOp::create(
+      builder, loc, builder.getFloatAttr(tensorType.getElementType(), value));
+  return linalg::FillOp::create(builder, loc, ValueRange{scalar},
+                                ValueRange{empty})
+      .getResult(0);
+}
+
 Value mlir::ad::createZerosLike(OpBuilder &builder, Location loc, Type type,
                                 Value like) {
   return cast<CotangentTypeInterface>(type).createZerosLike(builder, loc, like);

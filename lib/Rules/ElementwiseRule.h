@@ -24,7 +24,7 @@ public:
 
   /// A constant shaped like `like` with every element `value`.
   Value constant(double value, Value like) {
-    return createFilledConstant(builder, loc, like.getType(), value);
+    return createFilledLike(builder, loc, like, value);
   }
   Value add(Value lhs, Value rhs) {
     return arith::AddFOp::create(builder, loc, lhs, rhs);

@@ -174,17 +174,6 @@ static Value combinedValue(Operation *combine, BlockArgument output) {
                                           : combine->getOperand(0);
 }
 
-/// A tensor shaped like `like` filled with `value`.
-static Value createFilledLike(OpBuilder &b, Location loc, Value like,
-                              double value) {
-  auto type = cast<RankedTensorType>(like.getType());
-  Value zeros = createZerosLike(b, loc, type, like);
-  Value scalar = arith::ConstantOp::create(
-      b, loc, b.getFloatAttr(type.getElementType(), value));
-  return linalg::FillOp::create(b, loc, ValueRange{scalar}, ValueRange{zeros})
-      .getResult(0);
-}
-
 /// For selected output `index` of `generic`: how many iterations computed a
 /// value equal to the result (ties share the cotangent).
 static Value countWinners(OpBuilder &b, Location loc, linalg::GenericOp generic,
@@ -671,6 +660,20 @@ struct FromElementsRule
 };
 
 /// tensor.expand_shape and tensor.collapse_shape: reshape the cotangent back.
+/// The sizes of `tensor` (a primal in the pullback), static where known.
+static SmallVector<OpFoldResult> sizesOf(OpBuilder &b, Location loc,
+                                         Value tensor) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  SmallVector<OpFoldResult> sizes;
+  for (auto [index, size] : llvm::enumerate(type.getShape()))
+    sizes.push_back(ShapedType::isDynamic(size)
+                        ? OpFoldResult(tensor::DimOp::create(b, loc, tensor,
+                                                             index)
+                                           .getResult())
+                        : OpFoldResult(b.getIndexAttr(size)));
+  return sizes;
+}
+
 struct ExpandShapeRule
     : ReverseRuleOpInterface::ExternalModel<ExpandShapeRule,
                                             tensor::ExpandShapeOp> {
@@ -691,32 +694,32 @@ struct CollapseShapeRule
                                             tensor::CollapseShapeOp> {
   LogicalResult emitReverse(Operation *op, ReverseEmitter &emitter) const {
     auto collapse = cast<tensor::CollapseShapeOp>(op);
-    if (!collapse.getSrcType().hasStaticShape())
-      return collapse.emitError("cannot differentiate a tensor.collapse_shape "
-                                "of a dynamically shaped tensor yet");
-    emitter.addCotangent(
-        collapse.getSrc(),
-        tensor::ExpandShapeOp::create(
-            emitter.getBuilder(), collapse.getLoc(), collapse.getSrcType(),
-            emitter.getCotangent(collapse.getResult()),
-            collapse.getReassociationIndices()));
+    OpBuilder &b = emitter.getBuilder();
+    Location loc = collapse.getLoc();
+    RankedTensorType sourceType = collapse.getSrcType();
+    Value cotangent = emitter.getCotangent(collapse.getResult());
+    SmallVector<ReassociationIndices> groups =
+        collapse.getReassociationIndices();
+    // With at most one dynamic size per group, the sizes follow from the
+    // cotangent's; otherwise they are read from the source.
+    bool inferable = llvm::all_of(groups, [&](const ReassociationIndices &g) {
+      return llvm::count_if(g, [&](int64_t dim) {
+               return sourceType.isDynamicDim(dim);
+             }) <= 1;
+    });
+    Value expanded =
+        inferable
+            ? tensor::ExpandShapeOp::create(b, loc, sourceType, cotangent,
+                                            groups)
+                  .getResult()
+            : tensor::ExpandShapeOp::create(
+                  b, loc, sourceType, cotangent, groups,
+                  sizesOf(b, loc, emitter.getPrimal(collapse.getSrc())))
+                  .getResult();
+    emitter.addCotangent(collapse.getSrc(), expanded);
     return success();
   }
 };
-
-/// The sizes of `tensor` (a primal in the pullback), static where known.
-static SmallVector<OpFoldResult> sizesOf(OpBuilder &b, Location loc,
-                                         Value tensor) {
-  auto type = cast<RankedTensorType>(tensor.getType());
-  SmallVector<OpFoldResult> sizes;
-  for (auto [index, size] : llvm::enumerate(type.getShape()))
-    sizes.push_back(ShapedType::isDynamic(size)
-                        ? OpFoldResult(tensor::DimOp::create(b, loc, tensor,
-                                                             index)
-                                           .getResult())
-                        : OpFoldResult(b.getIndexAttr(size)));
-  return sizes;
-}
 
 /// tensor.concat: each input gets its slice of the cotangent.
 struct ConcatRule
@@ -749,8 +752,83 @@ struct ConcatRule
   }
 };
 
-/// tensor.pad: the source gets the interior of the cotangent; a padding
-/// value defined outside the region gets the sum of the rest.
+/// For a region that computes one element per position from its indices
+/// (tensor.generate, the padding of tensor.pad): each active scalar the
+/// region reads from outside gets, summed over the positions, the element's
+/// derivative times the element's cotangent (one reduction generic per
+/// scalar, recomputing the region). `computes`, when given, builds an i1
+/// telling whether the region computes the element at a position (the
+/// padding, not the source); other positions contribute exactly nothing.
+static LogicalResult reverseElementRegion(
+    Operation *op, Region &region, Value cotangent, ReverseEmitter &emitter,
+    function_ref<Value(OpBuilder &, Location, ValueRange)> computes) {
+  OpBuilder &b = emitter.getBuilder();
+  Location loc = op->getLoc();
+  MLIRContext *context = op->getContext();
+  Block &body = region.front();
+  llvm::SetVector<Value> captured;
+  getUsedValuesDefinedAbove(region, captured);
+  SmallVector<Value> primals;
+  for (Value value : captured)
+    primals.push_back(emitter.getPrimal(value));
+  unsigned rank = cast<RankedTensorType>(cotangent.getType()).getRank();
+  SmallVector<AffineMap> maps = {
+      AffineMap::getMultiDimIdentityMap(rank, context),
+      AffineMap::get(rank, 0, {}, context)};
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::reduction);
+  for (Value wrt : captured) {
+    if (!emitter.isActive(wrt))
+      continue;
+    if (!isa<FloatType>(wrt.getType()))
+      return op->emitError() << "cannot differentiate a " << op->getName()
+                             << " whose body reads an active tensor yet";
+    auto accType = RankedTensorType::get({}, wrt.getType());
+    Value acc = createZerosLike(b, loc, accType, Value());
+    bool bodyFailed = false;
+    auto adjoint = linalg::GenericOp::create(
+        b, loc, TypeRange{accType}, ValueRange{cotangent}, ValueRange{acc},
+        maps, iterators,
+        [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+          IRMapping mapping;
+          SmallVector<Value> indices;
+          for (unsigned dim = 0; dim < rank; ++dim)
+            indices.push_back(linalg::IndexOp::create(nested, nestedLoc, dim));
+          mapping.map(body.getArguments(), indices);
+          for (auto [value, primal] : llvm::zip(captured, primals))
+            mapping.map(value, primal);
+          for (Operation &bodyOp : body.without_terminator())
+            nested.clone(bodyOp, mapping);
+          BodyReverseEmitter reverse(nested, mapping, body, wrt);
+          reverse.addCotangent(body.getTerminator()->getOperand(0), args[0]);
+          bodyFailed = failed(reverse.emitReverseOps(body));
+          Value sum = args[1];
+          if (Value contribution = reverse.lookupCotangent(wrt)) {
+            // A select, not a product: the region may compute NaN or inf
+            // where its element is not used.
+            if (computes) {
+              Value zero = arith::ConstantOp::create(
+                  nested, nestedLoc,
+                  nested.getFloatAttr(contribution.getType(), 0.0));
+              contribution = arith::SelectOp::create(
+                  nested, nestedLoc, computes(nested, nestedLoc, indices),
+                  contribution, zero);
+            }
+            sum = arith::AddFOp::create(nested, nestedLoc, sum, contribution);
+          }
+          linalg::YieldOp::create(nested, nestedLoc, sum);
+        });
+    if (bodyFailed)
+      return failure();
+    emitter.addCotangent(wrt, tensor::ExtractOp::create(
+                                  b, loc, adjoint.getResult(0), ValueRange()));
+  }
+  return success();
+}
+
+/// tensor.pad: the source gets the interior of the cotangent; scalars the
+/// padding region reads (a constant padding value, or one computed per
+/// position) get the contributions of the padded positions only.
 struct PadRule
     : ReverseRuleOpInterface::ExternalModel<PadRule, tensor::PadOp> {
   LogicalResult emitReverse(Operation *op, ReverseEmitter &emitter) const {
@@ -758,85 +836,56 @@ struct PadRule
     OpBuilder &b = emitter.getBuilder();
     Location loc = pad.getLoc();
     Value cotangent = emitter.getCotangent(pad.getResult());
-    Value padValue = pad.getConstantPaddingValue();
-    if (!padValue)
-      return pad.emitError("cannot differentiate a tensor.pad whose padding "
-                           "depends on the position yet");
     unsigned rank = pad.getSourceType().getRank();
     SmallVector<OpFoldResult> sizes =
         sizesOf(b, loc, emitter.getPrimal(pad.getSource()));
+    SmallVector<OpFoldResult> low = primalsOf(pad.getMixedLowPad(), emitter);
     SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
-    Value interior = tensor::ExtractSliceOp::create(
-        b, loc, pad.getSourceType(), cotangent,
-        primalsOf(pad.getMixedLowPad(), emitter), sizes, strides);
     if (emitter.isActive(pad.getSource()))
-      emitter.addCotangent(pad.getSource(), interior);
-    if (emitter.isActive(padValue))
-      emitter.addCotangent(padValue,
-                           arith::SubFOp::create(b, loc, sumAll(b, loc, cotangent),
-                                                 sumAll(b, loc, interior)));
-    return success();
+      emitter.addCotangent(pad.getSource(),
+                           tensor::ExtractSliceOp::create(
+                               b, loc, pad.getSourceType(), cotangent, low,
+                               sizes, strides));
+    // A position is padding when some index is below its low padding or at
+    // or past the end of the source.
+    SmallVector<Value> lowValues, endValues;
+    for (unsigned dim = 0; dim < rank; ++dim) {
+      Value lowValue = getValueOrCreateConstantIndexOp(b, loc, low[dim]);
+      lowValues.push_back(lowValue);
+      endValues.push_back(arith::AddIOp::create(
+          b, loc, lowValue,
+          getValueOrCreateConstantIndexOp(b, loc, sizes[dim])));
+    }
+    auto isPadding = [&](OpBuilder &nested, Location nestedLoc,
+                         ValueRange indices) -> Value {
+      Value padding;
+      for (unsigned dim = 0; dim < rank; ++dim) {
+        Value below = arith::CmpIOp::create(nested, nestedLoc,
+                                            arith::CmpIPredicate::ult,
+                                            indices[dim], lowValues[dim]);
+        Value past = arith::CmpIOp::create(nested, nestedLoc,
+                                           arith::CmpIPredicate::uge,
+                                           indices[dim], endValues[dim]);
+        Value outside = arith::OrIOp::create(nested, nestedLoc, below, past);
+        padding = padding ? arith::OrIOp::create(nested, nestedLoc, padding,
+                                                 outside)
+                          : outside;
+      }
+      return padding;
+    };
+    return reverseElementRegion(op, pad.getRegion(), cotangent, emitter,
+                                isPadding);
   }
 };
 
-/// tensor.generate: a scalar the body reads from outside gets, summed over
-/// all positions, the body's derivative times the element's cotangent (one
-/// reduction generic per such scalar, recomputing the body).
+/// tensor.generate: scalars the body reads get their summed contributions.
 struct GenerateRule
     : ReverseRuleOpInterface::ExternalModel<GenerateRule, tensor::GenerateOp> {
   LogicalResult emitReverse(Operation *op, ReverseEmitter &emitter) const {
     auto generate = cast<tensor::GenerateOp>(op);
-    OpBuilder &b = emitter.getBuilder();
-    Location loc = generate.getLoc();
-    MLIRContext *context = generate.getContext();
-    Value cotangent = emitter.getCotangent(generate.getResult());
-    Block &body = generate.getBody().front();
-    llvm::SetVector<Value> captured;
-    getUsedValuesDefinedAbove(generate.getBody(), captured);
-    SmallVector<Value> primals;
-    for (Value value : captured)
-      primals.push_back(emitter.getPrimal(value));
-    unsigned rank = generate.getType().getRank();
-    SmallVector<AffineMap> maps = {
-        AffineMap::getMultiDimIdentityMap(rank, context),
-        AffineMap::get(rank, 0, {}, context)};
-    SmallVector<utils::IteratorType> iterators(
-        rank, utils::IteratorType::reduction);
-    for (Value wrt : captured) {
-      if (!emitter.isActive(wrt))
-        continue;
-      if (!isa<FloatType>(wrt.getType()))
-        return generate.emitError("cannot differentiate a tensor.generate "
-                                  "whose body reads an active tensor yet");
-      auto accType = RankedTensorType::get({}, wrt.getType());
-      Value acc = createZerosLike(b, loc, accType, Value());
-      bool bodyFailed = false;
-      auto adjoint = linalg::GenericOp::create(
-          b, loc, TypeRange{accType}, ValueRange{cotangent}, ValueRange{acc},
-          maps, iterators,
-          [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
-            IRMapping mapping;
-            for (unsigned dim = 0; dim < rank; ++dim)
-              mapping.map(body.getArgument(dim),
-                          linalg::IndexOp::create(nested, nestedLoc, dim));
-            for (auto [value, primal] : llvm::zip(captured, primals))
-              mapping.map(value, primal);
-            for (Operation &bodyOp : body.without_terminator())
-              nested.clone(bodyOp, mapping);
-            BodyReverseEmitter reverse(nested, mapping, body, wrt);
-            reverse.addCotangent(body.getTerminator()->getOperand(0), args[0]);
-            bodyFailed = failed(reverse.emitReverseOps(body));
-            Value sum = args[1];
-            if (Value contribution = reverse.lookupCotangent(wrt))
-              sum = arith::AddFOp::create(nested, nestedLoc, sum, contribution);
-            linalg::YieldOp::create(nested, nestedLoc, sum);
-          });
-      if (bodyFailed)
-        return failure();
-      emitter.addCotangent(wrt, tensor::ExtractOp::create(
-                                    b, loc, adjoint.getResult(0), ValueRange()));
-    }
-    return success();
+    return reverseElementRegion(op, generate.getBody(),
+                                emitter.getCotangent(generate.getResult()),
+                                emitter, nullptr);
   }
 };
 

@@ -4097,6 +4097,300 @@ func.func @check_concat_pad(%point: i64, %p0: f64, %p1: f64) {
   return
 }
 
+func.func @case_pad_positional(%a: f32, %b: f32) -> f32 {
+  %A_e = tensor.empty() : tensor<2x3xf32>
+  %A = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f32, f32) outs(%A_e : tensor<2x3xf32>) {
+  ^bb0(%A_x: f32, %A_y: f32, %A_o: f32):
+    %A_p0 = arith.constant 0.25 : f32
+    %A_i0 = linalg.index 0 : index
+    %A_l0 = arith.index_cast %A_i0 : index to i64
+    %A_f0 = arith.sitofp %A_l0 : i64 to f32
+    %A_c0 = arith.constant 1.3 : f32
+    %A_m0 = arith.mulf %A_f0, %A_c0 : f32
+    %A_p1 = arith.addf %A_p0, %A_m0 : f32
+    %A_i1 = linalg.index 1 : index
+    %A_l1 = arith.index_cast %A_i1 : index to i64
+    %A_f1 = arith.sitofp %A_l1 : i64 to f32
+    %A_c1 = arith.constant 1.9 : f32
+    %A_m1 = arith.mulf %A_f1, %A_c1 : f32
+    %A_p2 = arith.addf %A_p1, %A_m1 : f32
+    %A_s = math.sin %A_p2 : f32
+    %A_k = math.cos %A_p2 : f32
+    %A_u = arith.mulf %A_x, %A_s : f32
+    %A_v = arith.mulf %A_y, %A_k : f32
+    %A_w = arith.addf %A_u, %A_v : f32
+    linalg.yield %A_w : f32
+  } -> tensor<2x3xf32>
+  %Ad = tensor.cast %A : tensor<2x3xf32> to tensor<?x?xf32>
+  %lz = arith.subf %a, %a : f32
+  %l3 = arith.constant 3.0 : f32
+  %lf = arith.addf %lz, %l3 : f32
+  %li = arith.fptosi %lf : f32 to i64
+  %lo = arith.index_cast %li : i64 to index
+  %P = tensor.pad %Ad low[1, %lo] high[2, 1] {
+  ^bb0(%p_i: index, %p_j: index):
+    %p_k = arith.addi %p_i, %p_j : index
+    %p_l = arith.index_cast %p_k : index to i64
+    %p_f = arith.sitofp %p_l : i64 to f32
+    %p_s = math.sin %p_f : f32
+    %p_u = arith.mulf %a, %p_s : f32
+    %p_v = arith.mulf %p_u, %b : f32
+    tensor.yield %p_v : f32
+  } : tensor<?x?xf32> to tensor<?x?xf32>
+  %C = tensor.cast %P : tensor<?x?xf32> to tensor<5x7xf32>
+  %l_zero = arith.constant 0.0 : f32
+  %l_e = tensor.empty() : tensor<f32>
+  %l_init = linalg.fill ins(%l_zero : f32) outs(%l_e : tensor<f32>) -> tensor<f32>
+  %l_sum = linalg.reduce ins(%C : tensor<5x7xf32>) outs(%l_init : tensor<f32>) dimensions = [0, 1]
+    (%l_in: f32, %l_acc: f32) {
+      %l_third = arith.constant 0.3333 : f32
+      %l_s = math.sin %l_in : f32
+      %l_q = arith.mulf %l_in, %l_in : f32
+      %l_q3 = arith.mulf %l_q, %l_third : f32
+      %l_v = arith.addf %l_s, %l_q3 : f32
+      %l_n = arith.addf %l_acc, %l_v : f32
+      linalg.yield %l_n : f32
+    }
+  %r = tensor.extract %l_sum[] : tensor<f32>
+  return %r : f32
+}
+
+func.func @case_pad_positional_ref(%a: f64, %b: f64) -> f64 {
+  %A_e = tensor.empty() : tensor<2x3xf64>
+  %A = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%A_e : tensor<2x3xf64>) {
+  ^bb0(%A_x: f64, %A_y: f64, %A_o: f64):
+    %A_p0 = arith.constant 0.25 : f64
+    %A_i0 = linalg.index 0 : index
+    %A_l0 = arith.index_cast %A_i0 : index to i64
+    %A_f0 = arith.sitofp %A_l0 : i64 to f64
+    %A_c0 = arith.constant 1.3 : f64
+    %A_m0 = arith.mulf %A_f0, %A_c0 : f64
+    %A_p1 = arith.addf %A_p0, %A_m0 : f64
+    %A_i1 = linalg.index 1 : index
+    %A_l1 = arith.index_cast %A_i1 : index to i64
+    %A_f1 = arith.sitofp %A_l1 : i64 to f64
+    %A_c1 = arith.constant 1.9 : f64
+    %A_m1 = arith.mulf %A_f1, %A_c1 : f64
+    %A_p2 = arith.addf %A_p1, %A_m1 : f64
+    %A_s = math.sin %A_p2 : f64
+    %A_k = math.cos %A_p2 : f64
+    %A_u = arith.mulf %A_x, %A_s : f64
+    %A_v = arith.mulf %A_y, %A_k : f64
+    %A_w = arith.addf %A_u, %A_v : f64
+    linalg.yield %A_w : f64
+  } -> tensor<2x3xf64>
+  %Ad = tensor.cast %A : tensor<2x3xf64> to tensor<?x?xf64>
+  %lz = arith.subf %a, %a : f64
+  %l3 = arith.constant 3.0 : f64
+  %lf = arith.addf %lz, %l3 : f64
+  %li = arith.fptosi %lf : f64 to i64
+  %lo = arith.index_cast %li : i64 to index
+  %P = tensor.pad %Ad low[1, %lo] high[2, 1] {
+  ^bb0(%p_i: index, %p_j: index):
+    %p_k = arith.addi %p_i, %p_j : index
+    %p_l = arith.index_cast %p_k : index to i64
+    %p_f = arith.sitofp %p_l : i64 to f64
+    %p_s = math.sin %p_f : f64
+    %p_u = arith.mulf %a, %p_s : f64
+    %p_v = arith.mulf %p_u, %b : f64
+    tensor.yield %p_v : f64
+  } : tensor<?x?xf64> to tensor<?x?xf64>
+  %C = tensor.cast %P : tensor<?x?xf64> to tensor<5x7xf64>
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<5x7xf64>) outs(%l_init : tensor<f64>) dimensions = [0, 1]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @check_pad_positional(%point: i64, %p0: f64, %p1: f64) {
+  %x0 = arith.truncf %p0 : f64 to f32
+  %e0 = arith.extf %x0 : f32 to f64
+  %x1 = arith.truncf %p1 : f64 to f32
+  %e1 = arith.extf %x1 : f32 to f64
+  %g0, %g1 = ad.grad @case_pad_positional(%x0, %x1) : (f32, f32) -> (f32, f32)
+  %tol = arith.constant 1.000000e-05 : f64
+  %gw0 = arith.extf %g0 : f32 to f64
+  %xp0, %xm0 = func.call @step(%e0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_pad_positional_ref(%xp0, %e1) : (f64, f64) -> f64
+  %fm0 = func.call @case_pad_positional_ref(%xm0, %e1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "pad_positional p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%gw0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %gw1 = arith.extf %g1 : f32 to f64
+  %xp1, %xm1 = func.call @step(%e1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_pad_positional_ref(%e0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_pad_positional_ref(%e0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "pad_positional p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%gw1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
+func.func @case_collapse_dynamic(%a: f32, %b: f32) -> f32 {
+  %A_e = tensor.empty() : tensor<2x2x3xf32>
+  %A = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%a, %b : f32, f32) outs(%A_e : tensor<2x2x3xf32>) {
+  ^bb0(%A_x: f32, %A_y: f32, %A_o: f32):
+    %A_p0 = arith.constant 0.25 : f32
+    %A_i0 = linalg.index 0 : index
+    %A_l0 = arith.index_cast %A_i0 : index to i64
+    %A_f0 = arith.sitofp %A_l0 : i64 to f32
+    %A_c0 = arith.constant 1.3 : f32
+    %A_m0 = arith.mulf %A_f0, %A_c0 : f32
+    %A_p1 = arith.addf %A_p0, %A_m0 : f32
+    %A_i1 = linalg.index 1 : index
+    %A_l1 = arith.index_cast %A_i1 : index to i64
+    %A_f1 = arith.sitofp %A_l1 : i64 to f32
+    %A_c1 = arith.constant 1.9 : f32
+    %A_m1 = arith.mulf %A_f1, %A_c1 : f32
+    %A_p2 = arith.addf %A_p1, %A_m1 : f32
+    %A_i2 = linalg.index 2 : index
+    %A_l2 = arith.index_cast %A_i2 : index to i64
+    %A_f2 = arith.sitofp %A_l2 : i64 to f32
+    %A_c2 = arith.constant 2.5 : f32
+    %A_m2 = arith.mulf %A_f2, %A_c2 : f32
+    %A_p3 = arith.addf %A_p2, %A_m2 : f32
+    %A_s = math.sin %A_p3 : f32
+    %A_k = math.cos %A_p3 : f32
+    %A_u = arith.mulf %A_x, %A_s : f32
+    %A_v = arith.mulf %A_y, %A_k : f32
+    %A_w = arith.addf %A_u, %A_v : f32
+    linalg.yield %A_w : f32
+  } -> tensor<2x2x3xf32>
+  %Ad = tensor.cast %A : tensor<2x2x3xf32> to tensor<?x2x?xf32>
+  %M = math.tanh %Ad : tensor<?x2x?xf32>
+  %K = tensor.collapse_shape %M [[0, 1], [2]] : tensor<?x2x?xf32> into tensor<?x?xf32>
+  %Ae = tensor.cast %A : tensor<2x2x3xf32> to tensor<?x?x?xf32>
+  %N = math.sin %Ae : tensor<?x?x?xf32>
+  %L = tensor.collapse_shape %N [[0, 1, 2]] : tensor<?x?x?xf32> into tensor<?xf32>
+  %Lc = tensor.cast %L : tensor<?xf32> to tensor<12xf32>
+  %Le = tensor.expand_shape %Lc [[0, 1]] output_shape [4, 3] : tensor<12xf32> into tensor<4x3xf32>
+  %Kc = tensor.cast %K : tensor<?x?xf32> to tensor<4x3xf32>
+  %C = arith.mulf %Kc, %Le : tensor<4x3xf32>
+  %l_zero = arith.constant 0.0 : f32
+  %l_e = tensor.empty() : tensor<f32>
+  %l_init = linalg.fill ins(%l_zero : f32) outs(%l_e : tensor<f32>) -> tensor<f32>
+  %l_sum = linalg.reduce ins(%C : tensor<4x3xf32>) outs(%l_init : tensor<f32>) dimensions = [0, 1]
+    (%l_in: f32, %l_acc: f32) {
+      %l_third = arith.constant 0.3333 : f32
+      %l_s = math.sin %l_in : f32
+      %l_q = arith.mulf %l_in, %l_in : f32
+      %l_q3 = arith.mulf %l_q, %l_third : f32
+      %l_v = arith.addf %l_s, %l_q3 : f32
+      %l_n = arith.addf %l_acc, %l_v : f32
+      linalg.yield %l_n : f32
+    }
+  %r = tensor.extract %l_sum[] : tensor<f32>
+  return %r : f32
+}
+
+func.func @case_collapse_dynamic_ref(%a: f64, %b: f64) -> f64 {
+  %A_e = tensor.empty() : tensor<2x2x3xf64>
+  %A = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%A_e : tensor<2x2x3xf64>) {
+  ^bb0(%A_x: f64, %A_y: f64, %A_o: f64):
+    %A_p0 = arith.constant 0.25 : f64
+    %A_i0 = linalg.index 0 : index
+    %A_l0 = arith.index_cast %A_i0 : index to i64
+    %A_f0 = arith.sitofp %A_l0 : i64 to f64
+    %A_c0 = arith.constant 1.3 : f64
+    %A_m0 = arith.mulf %A_f0, %A_c0 : f64
+    %A_p1 = arith.addf %A_p0, %A_m0 : f64
+    %A_i1 = linalg.index 1 : index
+    %A_l1 = arith.index_cast %A_i1 : index to i64
+    %A_f1 = arith.sitofp %A_l1 : i64 to f64
+    %A_c1 = arith.constant 1.9 : f64
+    %A_m1 = arith.mulf %A_f1, %A_c1 : f64
+    %A_p2 = arith.addf %A_p1, %A_m1 : f64
+    %A_i2 = linalg.index 2 : index
+    %A_l2 = arith.index_cast %A_i2 : index to i64
+    %A_f2 = arith.sitofp %A_l2 : i64 to f64
+    %A_c2 = arith.constant 2.5 : f64
+    %A_m2 = arith.mulf %A_f2, %A_c2 : f64
+    %A_p3 = arith.addf %A_p2, %A_m2 : f64
+    %A_s = math.sin %A_p3 : f64
+    %A_k = math.cos %A_p3 : f64
+    %A_u = arith.mulf %A_x, %A_s : f64
+    %A_v = arith.mulf %A_y, %A_k : f64
+    %A_w = arith.addf %A_u, %A_v : f64
+    linalg.yield %A_w : f64
+  } -> tensor<2x2x3xf64>
+  %Ad = tensor.cast %A : tensor<2x2x3xf64> to tensor<?x2x?xf64>
+  %M = math.tanh %Ad : tensor<?x2x?xf64>
+  %K = tensor.collapse_shape %M [[0, 1], [2]] : tensor<?x2x?xf64> into tensor<?x?xf64>
+  %Ae = tensor.cast %A : tensor<2x2x3xf64> to tensor<?x?x?xf64>
+  %N = math.sin %Ae : tensor<?x?x?xf64>
+  %L = tensor.collapse_shape %N [[0, 1, 2]] : tensor<?x?x?xf64> into tensor<?xf64>
+  %Lc = tensor.cast %L : tensor<?xf64> to tensor<12xf64>
+  %Le = tensor.expand_shape %Lc [[0, 1]] output_shape [4, 3] : tensor<12xf64> into tensor<4x3xf64>
+  %Kc = tensor.cast %K : tensor<?x?xf64> to tensor<4x3xf64>
+  %C = arith.mulf %Kc, %Le : tensor<4x3xf64>
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<4x3xf64>) outs(%l_init : tensor<f64>) dimensions = [0, 1]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @check_collapse_dynamic(%point: i64, %p0: f64, %p1: f64) {
+  %x0 = arith.truncf %p0 : f64 to f32
+  %e0 = arith.extf %x0 : f32 to f64
+  %x1 = arith.truncf %p1 : f64 to f32
+  %e1 = arith.extf %x1 : f32 to f64
+  %g0, %g1 = ad.grad @case_collapse_dynamic(%x0, %x1) : (f32, f32) -> (f32, f32)
+  %tol = arith.constant 1.000000e-05 : f64
+  %gw0 = arith.extf %g0 : f32 to f64
+  %xp0, %xm0 = func.call @step(%e0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_collapse_dynamic_ref(%xp0, %e1) : (f64, f64) -> f64
+  %fm0 = func.call @case_collapse_dynamic_ref(%xm0, %e1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "collapse_dynamic p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%gw0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %gw1 = arith.extf %g1 : f32 to f64
+  %xp1, %xm1 = func.call @step(%e1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_collapse_dynamic_ref(%e0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_collapse_dynamic_ref(%e0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "collapse_dynamic p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%gw1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
 func.func @case_generic_captures(%a: f32, %b: f32) -> f32 {
   %A_e = tensor.empty() : tensor<3x4xf32>
   %A = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f32, f32) outs(%A_e : tensor<3x4xf32>) {
@@ -5267,6 +5561,22 @@ func.func @main() {
   %concat_pad_1_1 = arith.constant 0.9 : f64
   %concat_pad_1_id = arith.constant 1 : i64
   func.call @check_concat_pad(%concat_pad_1_id, %concat_pad_1_0, %concat_pad_1_1) : (i64, f64, f64) -> ()
+  %pad_positional_0_0 = arith.constant 0.7 : f64
+  %pad_positional_0_1 = arith.constant -0.4 : f64
+  %pad_positional_0_id = arith.constant 0 : i64
+  func.call @check_pad_positional(%pad_positional_0_id, %pad_positional_0_0, %pad_positional_0_1) : (i64, f64, f64) -> ()
+  %pad_positional_1_0 = arith.constant -0.3 : f64
+  %pad_positional_1_1 = arith.constant 0.9 : f64
+  %pad_positional_1_id = arith.constant 1 : i64
+  func.call @check_pad_positional(%pad_positional_1_id, %pad_positional_1_0, %pad_positional_1_1) : (i64, f64, f64) -> ()
+  %collapse_dynamic_0_0 = arith.constant 0.7 : f64
+  %collapse_dynamic_0_1 = arith.constant -0.4 : f64
+  %collapse_dynamic_0_id = arith.constant 0 : i64
+  func.call @check_collapse_dynamic(%collapse_dynamic_0_id, %collapse_dynamic_0_0, %collapse_dynamic_0_1) : (i64, f64, f64) -> ()
+  %collapse_dynamic_1_0 = arith.constant -0.3 : f64
+  %collapse_dynamic_1_1 = arith.constant 0.9 : f64
+  %collapse_dynamic_1_id = arith.constant 1 : i64
+  func.call @check_collapse_dynamic(%collapse_dynamic_1_id, %collapse_dynamic_1_0, %collapse_dynamic_1_1) : (i64, f64, f64) -> ()
   %generic_captures_0_0 = arith.constant 0.7 : f64
   %generic_captures_0_1 = arith.constant -0.4 : f64
   %generic_captures_0_id = arith.constant 0 : i64
@@ -5427,6 +5737,14 @@ func.func @main() {
 // CHECK: concat_pad p0 db: ok
 // CHECK: concat_pad p1 da: ok
 // CHECK: concat_pad p1 db: ok
+// CHECK: pad_positional p0 da: ok
+// CHECK: pad_positional p0 db: ok
+// CHECK: pad_positional p1 da: ok
+// CHECK: pad_positional p1 db: ok
+// CHECK: collapse_dynamic p0 da: ok
+// CHECK: collapse_dynamic p0 db: ok
+// CHECK: collapse_dynamic p1 da: ok
+// CHECK: collapse_dynamic p1 db: ok
 // CHECK: generic_captures p0 da: ok
 // CHECK: generic_captures p0 db: ok
 // CHECK: generic_captures p1 da: ok

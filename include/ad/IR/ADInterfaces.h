@@ -164,6 +164,11 @@ bool isDifferentiableType(Type type);
 Value createFilledConstant(OpBuilder &builder, Location loc, Type type,
                            double value);
 
+/// A value shaped like `like` (a float or a tensor of floats, dynamic sizes
+/// included) with every element `value`.
+Value createFilledLike(OpBuilder &builder, Location loc, Value like,
+                       double value);
+
 /// A zero of differentiable `type`; `like`, a value of that type, gives the
 /// dynamic sizes of a tensor (it may be null for static types).
 Value createZerosLike(OpBuilder &builder, Location loc, Type type, Value like);
