@@ -731,8 +731,12 @@ def tensor_type(shape, t):
     return "tensor<" + "x".join(str(d) for d in shape) + ("x" if shape else "") + t + ">"
 
 
-def build(name, shape, x, y, seed):
-    """Lines making %name : tensor<shape x t> from scalars %x and %y."""
+def build(name, shape, x, y, seed, sizes=None):
+    """Lines making %name : tensor<shape x t> from scalars %x and %y. With
+    `sizes` (SSA names of index values, see opaque_sizes), the tensor has
+    a fully dynamic type whose sizes are known only at run time."""
+    if sizes:
+        return build_dynamic(name, shape, x, y, seed, sizes)
     rank = len(shape)
     dims = ", ".join(f"d{i}" for i in range(rank))
     scalar_map = f"affine_map<({dims}) -> ()>"
@@ -765,6 +769,40 @@ def build(name, shape, x, y, seed):
         f"}}}} -> {ty}",
     ]
     return lines
+
+
+def build_dynamic(name, shape, x, y, seed, sizes):
+    lines = build(name + "_s", shape, x, y, seed)
+    dyn = tensor_type(["?"] * len(shape), "{t}")
+    # The static values are copied into a tensor whose sizes the compiler
+    # cannot see, so that no canonicalization makes the code static again.
+    lines += [f"%{name}_de = tensor.empty({', '.join(sizes)}) : {dyn}",
+              f"%{name} = linalg.copy ins(%{name}_s : {tensor_type(shape, '{t}')}) outs(%{name}_de : {dyn}) -> {dyn}"]
+    return lines
+
+
+def opaque_sizes(values):
+    """Lines defining %n<k> for each k in `values`: index k, computed at run
+    time from %a (a - a is not folded: it is NaN for inf)."""
+    lines = ["%n_z = arith.subf %a, %a : {t}"]
+    for k in sorted(set(values)):
+        lines += [f"%n{k}_c = arith.constant {float(k)} : {{t}}",
+                  f"%n{k}_f = arith.addf %n_z, %n{k}_c : {{t}}",
+                  f"%n{k}_i = arith.fptosi %n{k}_f : {{t}} to i64",
+                  f"%n{k} = arith.index_cast %n{k}_i : i64 to index"]
+    return lines
+
+
+def dynamic_zeros(name, sizes):
+    dyn = tensor_type(["?"] * len(sizes), "{t}")
+    return [f"%{name}_z0 = arith.constant 0.0 : {{t}}",
+            f"%{name}_ze = tensor.empty({', '.join(sizes)}) : {dyn}",
+            f"%{name} = linalg.fill ins(%{name}_z0 : {{t}}) outs(%{name}_ze : {dyn}) -> {dyn}"]
+
+
+def d(rank):
+    """The fully dynamic tensor type of `rank`."""
+    return tensor_type(["?"] * rank, "{t}")
 
 
 def loss(name, shape):
@@ -1113,6 +1151,156 @@ TENSORS = {
          "%C = tensor.insert %prod into %A[%i1, %i0] : tensor<2x3x{t}>"] +
         loss("C", [2, 3])),
 }
+
+# The ops of TENSORS again on fully dynamic shapes (sizes computed at run
+# time, so nothing is folded back to static types).
+D1, D2, D3, D4 = d(1), d(2), d(3), d(4)
+DYNAMIC_TENSORS = {
+    "dyn_elementwise": tensor_case(
+        opaque_sizes([2, 3]) +
+        build("A", [2, 3], "a", "b", 0, ["%n2", "%n3"]) +
+        build("B", [2, 3], "b", "a", 1, ["%n2", "%n3"]) +
+        [f"%P = arith.mulf %A, %B : {D2}",
+         f"%E = math.exp %P : {D2}",
+         f"%T = math.tanh %E : {D2}",
+         f"%Q = arith.divf %T, %E : {D2}",
+         f"%R = arith.maximumf %Q, %A : {D2}",
+         f"%C = arith.subf %R, %B : {D2}"] +
+        loss("C", ["?", "?"])),
+    "dyn_named_elementwise": tensor_case(
+        opaque_sizes([2, 3]) +
+        build("A", [2, 3], "a", "b", 0, ["%n2", "%n3"]) +
+        build("B", [2, 3], "b", "a", 1, ["%n2", "%n3"]) +
+        [line for k in range(1, 9) for line in dynamic_zeros(f"O{k}", ["%n2", "%n3"])] +
+        [f"%EB = linalg.exp ins(%B : {D2}) outs(%O1 : {D2}) -> {D2}",
+         f"%DV = linalg.div ins(%A, %EB : {D2}, {D2}) outs(%O2 : {D2}) -> {D2}",
+         f"%L = linalg.log ins(%EB : {D2}) outs(%O3 : {D2}) -> {D2}",
+         f"%Q = linalg.sqrt ins(%EB : {D2}) outs(%O4 : {D2}) -> {D2}",
+         f"%M = linalg.max ins(%DV, %L : {D2}, {D2}) outs(%O5 : {D2}) -> {D2}",
+         f"%N = linalg.min ins(%A, %Q : {D2}, {D2}) outs(%O6 : {D2}) -> {D2}",
+         f"%G = linalg.negf ins(%M : {D2}) outs(%O7 : {D2}) -> {D2}",
+         f"%S = linalg.abs ins(%N : {D2}) outs(%O8 : {D2}) -> {D2}",
+         f"%AS = arith.addf %G, %S : {D2}",
+         f"%MS = arith.mulf %AS, %Q : {D2}",
+         f"%C = arith.subf %MS, %A : {D2}"] +
+        loss("C", ["?", "?"])),
+    "dyn_batch_matmul": tensor_case(
+        opaque_sizes([2, 3, 4]) +
+        build("A", [2, 3, 4], "a", "b", 0, ["%n2", "%n3", "%n4"]) +
+        build("B", [2, 4, 2], "b", "a", 1, ["%n2", "%n4", "%n2"]) +
+        dynamic_zeros("O", ["%n2", "%n3", "%n2"]) +
+        [f"%C = linalg.batch_matmul ins(%A, %B : {D3}, {D3}) outs(%O : {D3}) -> {D3}"] +
+        loss("C", ["?", "?", "?"])),
+    "dyn_matvec_vecmat_dot": tensor_case(
+        opaque_sizes([3, 4]) +
+        build("A", [3, 4], "a", "b", 0, ["%n3", "%n4"]) +
+        build("V", [4], "b", "a", 1, ["%n4"]) +
+        build("W", [3], "a", "b", 2, ["%n3"]) +
+        dynamic_zeros("O1", ["%n3"]) + dynamic_zeros("O2", ["%n4"]) + zeros("O3", []) +
+        [f"%MV = linalg.matvec ins(%A, %V : {D2}, {D1}) outs(%O1 : {D1}) -> {D1}",
+         f"%VM = linalg.vecmat ins(%MV, %A : {D1}, {D2}) outs(%O2 : {D1}) -> {D1}",
+         f"%C = linalg.dot ins(%VM, %V : {D1}, {D1}) outs(%O3 : tensor<{{t}}>) -> tensor<{{t}}>"] +
+        loss("C", [])),
+    "dyn_transpose_broadcast_map": tensor_case(
+        opaque_sizes([3, 4]) +
+        build("A", [3, 4], "a", "b", 0, ["%n3", "%n4"]) +
+        build("V", [4], "b", "a", 1, ["%n4"]) +
+        dynamic_zeros("O1", ["%n4", "%n3"]) + dynamic_zeros("O2", ["%n3", "%n4"]) +
+        dynamic_zeros("O3", ["%n3", "%n4"]) +
+        [f"%T = linalg.transpose ins(%A : {D2}) outs(%O1 : {D2}) permutation = [1, 0]",
+         f"%Bc = linalg.broadcast ins(%V : {D1}) outs(%O2 : {D2}) dimensions = [0]",
+         f"%Tt = linalg.transpose ins(%T : {D2}) outs(%O3 : {D2}) permutation = [1, 0]",
+         f"%C = linalg.map ins(%Tt, %Bc : {D2}, {D2}) outs(%O2 : {D2})",
+         "  (%m_x: {t}, %m_y: {t}, %m_o: {t}) {{",
+         "    %m_p = arith.mulf %m_x, %m_y : {t}",
+         "    %m_t = math.tanh %m_p : {t}",
+         "    linalg.yield %m_t : {t}",
+         "  }}"] +
+        loss("C", ["?", "?"])),
+    "dyn_reduce_max": tensor_case(
+        opaque_sizes([3, 4]) +
+        build("A", [3, 4], "a", "b", 0, ["%n3", "%n4"]) +
+        build("B", [3], "b", "a", 1, ["%n3"]) +
+        [f"%C = linalg.reduce ins(%A : {D2}) outs(%B : {D1}) dimensions = [1]",
+         "  (%r_in: {t}, %r_acc: {t}) {{",
+         "    %r_m = arith.maximumf %r_in, %r_acc : {t}",
+         "    linalg.yield %r_m : {t}",
+         "  }}"] +
+        loss("C", ["?"])),
+    "dyn_conv_pool": tensor_case(
+        opaque_sizes([1, 2, 3, 5]) +
+        build("I", [1, 5, 5, 2], "a", "b", 0, ["%n1", "%n5", "%n5", "%n2"]) +
+        build("F", [3, 3, 2, 2], "b", "a", 1, ["%n3", "%n3", "%n2", "%n2"]) +
+        dynamic_zeros("O", ["%n1", "%n3", "%n3", "%n2"]) +
+        dynamic_zeros("S", ["%n1", "%n2", "%n2", "%n2"]) +
+        ["%W = tensor.empty(%n2, %n2) : " + D2,
+         "%low = arith.constant -1.0e30 : {t}",
+         f"%Me = tensor.empty(%n1, %n2, %n2, %n2) : {D4}",
+         f"%M0 = linalg.fill ins(%low : {{t}}) outs(%Me : {D4}) -> {D4}",
+         f"%Cv = linalg.conv_2d_nhwc_hwcf {{{{dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}}}} ins(%I, %F : {D4}, {D4}) outs(%O : {D4}) -> {D4}",
+         f"%Ps = linalg.pooling_nhwc_sum {{{{dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}}}} ins(%Cv, %W : {D4}, {D2}) outs(%S : {D4}) -> {D4}",
+         f"%Pm = linalg.pooling_nhwc_max {{{{dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}}}} ins(%Cv, %W : {D4}, {D2}) outs(%M0 : {D4}) -> {D4}",
+         f"%C = arith.mulf %Ps, %Pm : {D4}"] +
+        loss("C", ["?", "?", "?", "?"])),
+    "dyn_slices_extract_insert": tensor_case(
+        opaque_sizes([0, 1, 2, 3, 4, 5]) +
+        build("A", [4, 5], "a", "b", 0, ["%n4", "%n5"]) +
+        build("B", [2, 3], "b", "a", 1, ["%n2", "%n3"]) +
+        [f"%S = tensor.extract_slice %A[%n1, %n1] [%n2, %n3] [1, 1] : {D2} to {D2}",
+         f"%P = arith.mulf %S, %B : {D2}",
+         f"%I = tensor.insert_slice %P into %A[%n2, %n0] [%n2, %n3] [1, 2] : {D2} into {D2}",
+         f"%x01 = tensor.extract %I[%n0, %n1] : {D2}",
+         f"%x32 = tensor.extract %I[%n3, %n2] : {D2}",
+         "%prod = arith.mulf %x01, %x32 : {t}",
+         f"%C = tensor.insert %prod into %I[%n1, %n4] : {D2}"] +
+        loss("C", ["?", "?"])),
+    "dyn_splat_generate_reshape": tensor_case(
+        opaque_sizes([2, 3, 4, 6]) +
+        ["%ab = arith.mulf %a, %b : {t}",
+         f"%Sp = tensor.splat %ab[%n2, %n6] : {D2}",
+         "%G = tensor.generate %n2, %n6 {{",
+         "^bb0(%g_i: index, %g_j: index):",
+         "  %g_k = arith.addi %g_i, %g_j : index",
+         "  %g_l = arith.index_cast %g_k : index to i64",
+         "  %g_f = arith.sitofp %g_l : i64 to {t}",
+         "  %g_s = math.sin %g_f : {t}",
+         "  %g_u = arith.mulf %a, %g_s : {t}",
+         "  tensor.yield %g_u : {t}",
+         f"}}}} : {D2}",
+         f"%GS = arith.mulf %G, %Sp : {D2}",
+         "%shape = tensor.from_elements %n3, %n4 : tensor<2xindex>",
+         f"%R = tensor.reshape %GS(%shape) : ({D2}, tensor<2xindex>) -> {D2}",
+         # One dynamic size per group: upstream cannot lower more.
+         "%E = tensor.expand_shape %R [[0], [1, 2]] output_shape [%n3, %n2, 2] : " + D2 + " into tensor<?x?x2x{t}>",
+         "%Th = math.tanh %E : tensor<?x?x2x{t}>",
+         "%Td = tensor.cast %Th : tensor<?x?x2x{t}> to " + D3,
+         # Two dynamic sizes in a group: its adjoint reshapes instead.
+         f"%C = tensor.collapse_shape %Td [[0, 1], [2]] : {D3} into {D2}"] +
+        loss("C", ["?", "?"])),
+    "dyn_concat_cast": tensor_case(
+        opaque_sizes([1, 2, 3]) +
+        build("A", [2, 3], "a", "b", 0, ["%n2", "%n3"]) +
+        build("B", [1, 3], "b", "a", 1, ["%n1", "%n3"]) +
+        [f"%J = tensor.concat dim(0) %A, %B : ({D2}, {D2}) -> {D2}",
+         "%Js = tensor.cast %J : " + D2 + " to tensor<3x?x{t}>",
+         "%Jt = math.sin %Js : tensor<3x?x{t}>",
+         "%C = tensor.cast %Jt : tensor<3x?x{t}> to " + D2] +
+        loss("C", ["?", "?"])),
+    "dyn_loop_insert": tensor_case(
+        opaque_sizes([0, 1, 6]) +
+        dynamic_zeros("T0", ["%n6"]) +
+        [f"%C = scf.for %i = %n0 to %n6 step %n1 iter_args(%acc = %T0) -> ({D1}) {{{{",
+         "  %ii = arith.index_cast %i : index to i64",
+         "  %fi = arith.sitofp %ii : i64 to {t}",
+         "  %v = arith.mulf %a, %fi : {t}",
+         "  %w = arith.addf %v, %b : {t}",
+         "  %s = math.sin %w : {t}",
+         f"  %u = tensor.insert %s into %acc[%i] : {D1}",
+         f"  scf.yield %u : {D1}",
+         "}}"] +
+        loss("C", ["?"])),
+}
+TENSORS.update(DYNAMIC_TENSORS)
 
 ARG_NAMES = ["a", "b", "c"]
 

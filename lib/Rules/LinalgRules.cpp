@@ -701,21 +701,28 @@ struct CollapseShapeRule
     SmallVector<ReassociationIndices> groups =
         collapse.getReassociationIndices();
     // With at most one dynamic size per group, the sizes follow from the
-    // cotangent's; otherwise they are read from the source.
+    // cotangent's. Otherwise they are read from the source, and the
+    // cotangent is reshaped with tensor.reshape: upstream
+    // expand-strided-metadata (LLVM 22) crashes on an expand_shape with two
+    // dynamic sizes in one group.
     bool inferable = llvm::all_of(groups, [&](const ReassociationIndices &g) {
       return llvm::count_if(g, [&](int64_t dim) {
                return sourceType.isDynamicDim(dim);
              }) <= 1;
     });
-    Value expanded =
-        inferable
-            ? tensor::ExpandShapeOp::create(b, loc, sourceType, cotangent,
-                                            groups)
-                  .getResult()
-            : tensor::ExpandShapeOp::create(
-                  b, loc, sourceType, cotangent, groups,
-                  sizesOf(b, loc, emitter.getPrimal(collapse.getSrc())))
-                  .getResult();
+    Value expanded;
+    if (inferable) {
+      expanded = tensor::ExpandShapeOp::create(b, loc, sourceType, cotangent,
+                                               groups);
+    } else {
+      SmallVector<Value> sizes;
+      for (OpFoldResult size :
+           sizesOf(b, loc, emitter.getPrimal(collapse.getSrc())))
+        sizes.push_back(getValueOrCreateConstantIndexOp(b, loc, size));
+      Value shape = tensor::FromElementsOp::create(b, loc, sizes);
+      expanded =
+          tensor::ReshapeOp::create(b, loc, sourceType, cotangent, shape);
+    }
     emitter.addCotangent(collapse.getSrc(), expanded);
     return success();
   }

@@ -5311,6 +5311,2284 @@ func.func @check_extract_insert(%point: i64, %p0: f64, %p1: f64) {
   return
 }
 
+func.func @case_dyn_elementwise(%a: f32, %b: f32) -> f32 {
+  %n_z = arith.subf %a, %a : f32
+  %n2_c = arith.constant 2.0 : f32
+  %n2_f = arith.addf %n_z, %n2_c : f32
+  %n2_i = arith.fptosi %n2_f : f32 to i64
+  %n2 = arith.index_cast %n2_i : i64 to index
+  %n3_c = arith.constant 3.0 : f32
+  %n3_f = arith.addf %n_z, %n3_c : f32
+  %n3_i = arith.fptosi %n3_f : f32 to i64
+  %n3 = arith.index_cast %n3_i : i64 to index
+  %A_s_e = tensor.empty() : tensor<2x3xf32>
+  %A_s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f32, f32) outs(%A_s_e : tensor<2x3xf32>) {
+  ^bb0(%A_s_x: f32, %A_s_y: f32, %A_s_o: f32):
+    %A_s_p0 = arith.constant 0.25 : f32
+    %A_s_i0 = linalg.index 0 : index
+    %A_s_l0 = arith.index_cast %A_s_i0 : index to i64
+    %A_s_f0 = arith.sitofp %A_s_l0 : i64 to f32
+    %A_s_c0 = arith.constant 1.3 : f32
+    %A_s_m0 = arith.mulf %A_s_f0, %A_s_c0 : f32
+    %A_s_p1 = arith.addf %A_s_p0, %A_s_m0 : f32
+    %A_s_i1 = linalg.index 1 : index
+    %A_s_l1 = arith.index_cast %A_s_i1 : index to i64
+    %A_s_f1 = arith.sitofp %A_s_l1 : i64 to f32
+    %A_s_c1 = arith.constant 1.9 : f32
+    %A_s_m1 = arith.mulf %A_s_f1, %A_s_c1 : f32
+    %A_s_p2 = arith.addf %A_s_p1, %A_s_m1 : f32
+    %A_s_s = math.sin %A_s_p2 : f32
+    %A_s_k = math.cos %A_s_p2 : f32
+    %A_s_u = arith.mulf %A_s_x, %A_s_s : f32
+    %A_s_v = arith.mulf %A_s_y, %A_s_k : f32
+    %A_s_w = arith.addf %A_s_u, %A_s_v : f32
+    linalg.yield %A_s_w : f32
+  } -> tensor<2x3xf32>
+  %A_de = tensor.empty(%n2, %n3) : tensor<?x?xf32>
+  %A = linalg.copy ins(%A_s : tensor<2x3xf32>) outs(%A_de : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %B_s_e = tensor.empty() : tensor<2x3xf32>
+  %B_s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%b, %a : f32, f32) outs(%B_s_e : tensor<2x3xf32>) {
+  ^bb0(%B_s_x: f32, %B_s_y: f32, %B_s_o: f32):
+    %B_s_p0 = arith.constant 1.25 : f32
+    %B_s_i0 = linalg.index 0 : index
+    %B_s_l0 = arith.index_cast %B_s_i0 : index to i64
+    %B_s_f0 = arith.sitofp %B_s_l0 : i64 to f32
+    %B_s_c0 = arith.constant 1.3 : f32
+    %B_s_m0 = arith.mulf %B_s_f0, %B_s_c0 : f32
+    %B_s_p1 = arith.addf %B_s_p0, %B_s_m0 : f32
+    %B_s_i1 = linalg.index 1 : index
+    %B_s_l1 = arith.index_cast %B_s_i1 : index to i64
+    %B_s_f1 = arith.sitofp %B_s_l1 : i64 to f32
+    %B_s_c1 = arith.constant 1.9 : f32
+    %B_s_m1 = arith.mulf %B_s_f1, %B_s_c1 : f32
+    %B_s_p2 = arith.addf %B_s_p1, %B_s_m1 : f32
+    %B_s_s = math.sin %B_s_p2 : f32
+    %B_s_k = math.cos %B_s_p2 : f32
+    %B_s_u = arith.mulf %B_s_x, %B_s_s : f32
+    %B_s_v = arith.mulf %B_s_y, %B_s_k : f32
+    %B_s_w = arith.addf %B_s_u, %B_s_v : f32
+    linalg.yield %B_s_w : f32
+  } -> tensor<2x3xf32>
+  %B_de = tensor.empty(%n2, %n3) : tensor<?x?xf32>
+  %B = linalg.copy ins(%B_s : tensor<2x3xf32>) outs(%B_de : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %P = arith.mulf %A, %B : tensor<?x?xf32>
+  %E = math.exp %P : tensor<?x?xf32>
+  %T = math.tanh %E : tensor<?x?xf32>
+  %Q = arith.divf %T, %E : tensor<?x?xf32>
+  %R = arith.maximumf %Q, %A : tensor<?x?xf32>
+  %C = arith.subf %R, %B : tensor<?x?xf32>
+  %l_zero = arith.constant 0.0 : f32
+  %l_e = tensor.empty() : tensor<f32>
+  %l_init = linalg.fill ins(%l_zero : f32) outs(%l_e : tensor<f32>) -> tensor<f32>
+  %l_sum = linalg.reduce ins(%C : tensor<?x?xf32>) outs(%l_init : tensor<f32>) dimensions = [0, 1]
+    (%l_in: f32, %l_acc: f32) {
+      %l_third = arith.constant 0.3333 : f32
+      %l_s = math.sin %l_in : f32
+      %l_q = arith.mulf %l_in, %l_in : f32
+      %l_q3 = arith.mulf %l_q, %l_third : f32
+      %l_v = arith.addf %l_s, %l_q3 : f32
+      %l_n = arith.addf %l_acc, %l_v : f32
+      linalg.yield %l_n : f32
+    }
+  %r = tensor.extract %l_sum[] : tensor<f32>
+  return %r : f32
+}
+
+func.func @case_dyn_elementwise_ref(%a: f64, %b: f64) -> f64 {
+  %n_z = arith.subf %a, %a : f64
+  %n2_c = arith.constant 2.0 : f64
+  %n2_f = arith.addf %n_z, %n2_c : f64
+  %n2_i = arith.fptosi %n2_f : f64 to i64
+  %n2 = arith.index_cast %n2_i : i64 to index
+  %n3_c = arith.constant 3.0 : f64
+  %n3_f = arith.addf %n_z, %n3_c : f64
+  %n3_i = arith.fptosi %n3_f : f64 to i64
+  %n3 = arith.index_cast %n3_i : i64 to index
+  %A_s_e = tensor.empty() : tensor<2x3xf64>
+  %A_s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%A_s_e : tensor<2x3xf64>) {
+  ^bb0(%A_s_x: f64, %A_s_y: f64, %A_s_o: f64):
+    %A_s_p0 = arith.constant 0.25 : f64
+    %A_s_i0 = linalg.index 0 : index
+    %A_s_l0 = arith.index_cast %A_s_i0 : index to i64
+    %A_s_f0 = arith.sitofp %A_s_l0 : i64 to f64
+    %A_s_c0 = arith.constant 1.3 : f64
+    %A_s_m0 = arith.mulf %A_s_f0, %A_s_c0 : f64
+    %A_s_p1 = arith.addf %A_s_p0, %A_s_m0 : f64
+    %A_s_i1 = linalg.index 1 : index
+    %A_s_l1 = arith.index_cast %A_s_i1 : index to i64
+    %A_s_f1 = arith.sitofp %A_s_l1 : i64 to f64
+    %A_s_c1 = arith.constant 1.9 : f64
+    %A_s_m1 = arith.mulf %A_s_f1, %A_s_c1 : f64
+    %A_s_p2 = arith.addf %A_s_p1, %A_s_m1 : f64
+    %A_s_s = math.sin %A_s_p2 : f64
+    %A_s_k = math.cos %A_s_p2 : f64
+    %A_s_u = arith.mulf %A_s_x, %A_s_s : f64
+    %A_s_v = arith.mulf %A_s_y, %A_s_k : f64
+    %A_s_w = arith.addf %A_s_u, %A_s_v : f64
+    linalg.yield %A_s_w : f64
+  } -> tensor<2x3xf64>
+  %A_de = tensor.empty(%n2, %n3) : tensor<?x?xf64>
+  %A = linalg.copy ins(%A_s : tensor<2x3xf64>) outs(%A_de : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %B_s_e = tensor.empty() : tensor<2x3xf64>
+  %B_s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%b, %a : f64, f64) outs(%B_s_e : tensor<2x3xf64>) {
+  ^bb0(%B_s_x: f64, %B_s_y: f64, %B_s_o: f64):
+    %B_s_p0 = arith.constant 1.25 : f64
+    %B_s_i0 = linalg.index 0 : index
+    %B_s_l0 = arith.index_cast %B_s_i0 : index to i64
+    %B_s_f0 = arith.sitofp %B_s_l0 : i64 to f64
+    %B_s_c0 = arith.constant 1.3 : f64
+    %B_s_m0 = arith.mulf %B_s_f0, %B_s_c0 : f64
+    %B_s_p1 = arith.addf %B_s_p0, %B_s_m0 : f64
+    %B_s_i1 = linalg.index 1 : index
+    %B_s_l1 = arith.index_cast %B_s_i1 : index to i64
+    %B_s_f1 = arith.sitofp %B_s_l1 : i64 to f64
+    %B_s_c1 = arith.constant 1.9 : f64
+    %B_s_m1 = arith.mulf %B_s_f1, %B_s_c1 : f64
+    %B_s_p2 = arith.addf %B_s_p1, %B_s_m1 : f64
+    %B_s_s = math.sin %B_s_p2 : f64
+    %B_s_k = math.cos %B_s_p2 : f64
+    %B_s_u = arith.mulf %B_s_x, %B_s_s : f64
+    %B_s_v = arith.mulf %B_s_y, %B_s_k : f64
+    %B_s_w = arith.addf %B_s_u, %B_s_v : f64
+    linalg.yield %B_s_w : f64
+  } -> tensor<2x3xf64>
+  %B_de = tensor.empty(%n2, %n3) : tensor<?x?xf64>
+  %B = linalg.copy ins(%B_s : tensor<2x3xf64>) outs(%B_de : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %P = arith.mulf %A, %B : tensor<?x?xf64>
+  %E = math.exp %P : tensor<?x?xf64>
+  %T = math.tanh %E : tensor<?x?xf64>
+  %Q = arith.divf %T, %E : tensor<?x?xf64>
+  %R = arith.maximumf %Q, %A : tensor<?x?xf64>
+  %C = arith.subf %R, %B : tensor<?x?xf64>
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<?x?xf64>) outs(%l_init : tensor<f64>) dimensions = [0, 1]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @check_dyn_elementwise(%point: i64, %p0: f64, %p1: f64) {
+  %x0 = arith.truncf %p0 : f64 to f32
+  %e0 = arith.extf %x0 : f32 to f64
+  %x1 = arith.truncf %p1 : f64 to f32
+  %e1 = arith.extf %x1 : f32 to f64
+  %g0, %g1 = ad.grad @case_dyn_elementwise(%x0, %x1) : (f32, f32) -> (f32, f32)
+  %tol = arith.constant 1.000000e-05 : f64
+  %gw0 = arith.extf %g0 : f32 to f64
+  %xp0, %xm0 = func.call @step(%e0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_dyn_elementwise_ref(%xp0, %e1) : (f64, f64) -> f64
+  %fm0 = func.call @case_dyn_elementwise_ref(%xm0, %e1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "dyn_elementwise p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%gw0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %gw1 = arith.extf %g1 : f32 to f64
+  %xp1, %xm1 = func.call @step(%e1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_dyn_elementwise_ref(%e0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_dyn_elementwise_ref(%e0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "dyn_elementwise p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%gw1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
+func.func @case_dyn_named_elementwise(%a: f32, %b: f32) -> f32 {
+  %n_z = arith.subf %a, %a : f32
+  %n2_c = arith.constant 2.0 : f32
+  %n2_f = arith.addf %n_z, %n2_c : f32
+  %n2_i = arith.fptosi %n2_f : f32 to i64
+  %n2 = arith.index_cast %n2_i : i64 to index
+  %n3_c = arith.constant 3.0 : f32
+  %n3_f = arith.addf %n_z, %n3_c : f32
+  %n3_i = arith.fptosi %n3_f : f32 to i64
+  %n3 = arith.index_cast %n3_i : i64 to index
+  %A_s_e = tensor.empty() : tensor<2x3xf32>
+  %A_s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f32, f32) outs(%A_s_e : tensor<2x3xf32>) {
+  ^bb0(%A_s_x: f32, %A_s_y: f32, %A_s_o: f32):
+    %A_s_p0 = arith.constant 0.25 : f32
+    %A_s_i0 = linalg.index 0 : index
+    %A_s_l0 = arith.index_cast %A_s_i0 : index to i64
+    %A_s_f0 = arith.sitofp %A_s_l0 : i64 to f32
+    %A_s_c0 = arith.constant 1.3 : f32
+    %A_s_m0 = arith.mulf %A_s_f0, %A_s_c0 : f32
+    %A_s_p1 = arith.addf %A_s_p0, %A_s_m0 : f32
+    %A_s_i1 = linalg.index 1 : index
+    %A_s_l1 = arith.index_cast %A_s_i1 : index to i64
+    %A_s_f1 = arith.sitofp %A_s_l1 : i64 to f32
+    %A_s_c1 = arith.constant 1.9 : f32
+    %A_s_m1 = arith.mulf %A_s_f1, %A_s_c1 : f32
+    %A_s_p2 = arith.addf %A_s_p1, %A_s_m1 : f32
+    %A_s_s = math.sin %A_s_p2 : f32
+    %A_s_k = math.cos %A_s_p2 : f32
+    %A_s_u = arith.mulf %A_s_x, %A_s_s : f32
+    %A_s_v = arith.mulf %A_s_y, %A_s_k : f32
+    %A_s_w = arith.addf %A_s_u, %A_s_v : f32
+    linalg.yield %A_s_w : f32
+  } -> tensor<2x3xf32>
+  %A_de = tensor.empty(%n2, %n3) : tensor<?x?xf32>
+  %A = linalg.copy ins(%A_s : tensor<2x3xf32>) outs(%A_de : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %B_s_e = tensor.empty() : tensor<2x3xf32>
+  %B_s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%b, %a : f32, f32) outs(%B_s_e : tensor<2x3xf32>) {
+  ^bb0(%B_s_x: f32, %B_s_y: f32, %B_s_o: f32):
+    %B_s_p0 = arith.constant 1.25 : f32
+    %B_s_i0 = linalg.index 0 : index
+    %B_s_l0 = arith.index_cast %B_s_i0 : index to i64
+    %B_s_f0 = arith.sitofp %B_s_l0 : i64 to f32
+    %B_s_c0 = arith.constant 1.3 : f32
+    %B_s_m0 = arith.mulf %B_s_f0, %B_s_c0 : f32
+    %B_s_p1 = arith.addf %B_s_p0, %B_s_m0 : f32
+    %B_s_i1 = linalg.index 1 : index
+    %B_s_l1 = arith.index_cast %B_s_i1 : index to i64
+    %B_s_f1 = arith.sitofp %B_s_l1 : i64 to f32
+    %B_s_c1 = arith.constant 1.9 : f32
+    %B_s_m1 = arith.mulf %B_s_f1, %B_s_c1 : f32
+    %B_s_p2 = arith.addf %B_s_p1, %B_s_m1 : f32
+    %B_s_s = math.sin %B_s_p2 : f32
+    %B_s_k = math.cos %B_s_p2 : f32
+    %B_s_u = arith.mulf %B_s_x, %B_s_s : f32
+    %B_s_v = arith.mulf %B_s_y, %B_s_k : f32
+    %B_s_w = arith.addf %B_s_u, %B_s_v : f32
+    linalg.yield %B_s_w : f32
+  } -> tensor<2x3xf32>
+  %B_de = tensor.empty(%n2, %n3) : tensor<?x?xf32>
+  %B = linalg.copy ins(%B_s : tensor<2x3xf32>) outs(%B_de : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %O1_z0 = arith.constant 0.0 : f32
+  %O1_ze = tensor.empty(%n2, %n3) : tensor<?x?xf32>
+  %O1 = linalg.fill ins(%O1_z0 : f32) outs(%O1_ze : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %O2_z0 = arith.constant 0.0 : f32
+  %O2_ze = tensor.empty(%n2, %n3) : tensor<?x?xf32>
+  %O2 = linalg.fill ins(%O2_z0 : f32) outs(%O2_ze : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %O3_z0 = arith.constant 0.0 : f32
+  %O3_ze = tensor.empty(%n2, %n3) : tensor<?x?xf32>
+  %O3 = linalg.fill ins(%O3_z0 : f32) outs(%O3_ze : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %O4_z0 = arith.constant 0.0 : f32
+  %O4_ze = tensor.empty(%n2, %n3) : tensor<?x?xf32>
+  %O4 = linalg.fill ins(%O4_z0 : f32) outs(%O4_ze : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %O5_z0 = arith.constant 0.0 : f32
+  %O5_ze = tensor.empty(%n2, %n3) : tensor<?x?xf32>
+  %O5 = linalg.fill ins(%O5_z0 : f32) outs(%O5_ze : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %O6_z0 = arith.constant 0.0 : f32
+  %O6_ze = tensor.empty(%n2, %n3) : tensor<?x?xf32>
+  %O6 = linalg.fill ins(%O6_z0 : f32) outs(%O6_ze : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %O7_z0 = arith.constant 0.0 : f32
+  %O7_ze = tensor.empty(%n2, %n3) : tensor<?x?xf32>
+  %O7 = linalg.fill ins(%O7_z0 : f32) outs(%O7_ze : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %O8_z0 = arith.constant 0.0 : f32
+  %O8_ze = tensor.empty(%n2, %n3) : tensor<?x?xf32>
+  %O8 = linalg.fill ins(%O8_z0 : f32) outs(%O8_ze : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %EB = linalg.exp ins(%B : tensor<?x?xf32>) outs(%O1 : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %DV = linalg.div ins(%A, %EB : tensor<?x?xf32>, tensor<?x?xf32>) outs(%O2 : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %L = linalg.log ins(%EB : tensor<?x?xf32>) outs(%O3 : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %Q = linalg.sqrt ins(%EB : tensor<?x?xf32>) outs(%O4 : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %M = linalg.max ins(%DV, %L : tensor<?x?xf32>, tensor<?x?xf32>) outs(%O5 : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %N = linalg.min ins(%A, %Q : tensor<?x?xf32>, tensor<?x?xf32>) outs(%O6 : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %G = linalg.negf ins(%M : tensor<?x?xf32>) outs(%O7 : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %S = linalg.abs ins(%N : tensor<?x?xf32>) outs(%O8 : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %AS = arith.addf %G, %S : tensor<?x?xf32>
+  %MS = arith.mulf %AS, %Q : tensor<?x?xf32>
+  %C = arith.subf %MS, %A : tensor<?x?xf32>
+  %l_zero = arith.constant 0.0 : f32
+  %l_e = tensor.empty() : tensor<f32>
+  %l_init = linalg.fill ins(%l_zero : f32) outs(%l_e : tensor<f32>) -> tensor<f32>
+  %l_sum = linalg.reduce ins(%C : tensor<?x?xf32>) outs(%l_init : tensor<f32>) dimensions = [0, 1]
+    (%l_in: f32, %l_acc: f32) {
+      %l_third = arith.constant 0.3333 : f32
+      %l_s = math.sin %l_in : f32
+      %l_q = arith.mulf %l_in, %l_in : f32
+      %l_q3 = arith.mulf %l_q, %l_third : f32
+      %l_v = arith.addf %l_s, %l_q3 : f32
+      %l_n = arith.addf %l_acc, %l_v : f32
+      linalg.yield %l_n : f32
+    }
+  %r = tensor.extract %l_sum[] : tensor<f32>
+  return %r : f32
+}
+
+func.func @case_dyn_named_elementwise_ref(%a: f64, %b: f64) -> f64 {
+  %n_z = arith.subf %a, %a : f64
+  %n2_c = arith.constant 2.0 : f64
+  %n2_f = arith.addf %n_z, %n2_c : f64
+  %n2_i = arith.fptosi %n2_f : f64 to i64
+  %n2 = arith.index_cast %n2_i : i64 to index
+  %n3_c = arith.constant 3.0 : f64
+  %n3_f = arith.addf %n_z, %n3_c : f64
+  %n3_i = arith.fptosi %n3_f : f64 to i64
+  %n3 = arith.index_cast %n3_i : i64 to index
+  %A_s_e = tensor.empty() : tensor<2x3xf64>
+  %A_s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%A_s_e : tensor<2x3xf64>) {
+  ^bb0(%A_s_x: f64, %A_s_y: f64, %A_s_o: f64):
+    %A_s_p0 = arith.constant 0.25 : f64
+    %A_s_i0 = linalg.index 0 : index
+    %A_s_l0 = arith.index_cast %A_s_i0 : index to i64
+    %A_s_f0 = arith.sitofp %A_s_l0 : i64 to f64
+    %A_s_c0 = arith.constant 1.3 : f64
+    %A_s_m0 = arith.mulf %A_s_f0, %A_s_c0 : f64
+    %A_s_p1 = arith.addf %A_s_p0, %A_s_m0 : f64
+    %A_s_i1 = linalg.index 1 : index
+    %A_s_l1 = arith.index_cast %A_s_i1 : index to i64
+    %A_s_f1 = arith.sitofp %A_s_l1 : i64 to f64
+    %A_s_c1 = arith.constant 1.9 : f64
+    %A_s_m1 = arith.mulf %A_s_f1, %A_s_c1 : f64
+    %A_s_p2 = arith.addf %A_s_p1, %A_s_m1 : f64
+    %A_s_s = math.sin %A_s_p2 : f64
+    %A_s_k = math.cos %A_s_p2 : f64
+    %A_s_u = arith.mulf %A_s_x, %A_s_s : f64
+    %A_s_v = arith.mulf %A_s_y, %A_s_k : f64
+    %A_s_w = arith.addf %A_s_u, %A_s_v : f64
+    linalg.yield %A_s_w : f64
+  } -> tensor<2x3xf64>
+  %A_de = tensor.empty(%n2, %n3) : tensor<?x?xf64>
+  %A = linalg.copy ins(%A_s : tensor<2x3xf64>) outs(%A_de : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %B_s_e = tensor.empty() : tensor<2x3xf64>
+  %B_s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%b, %a : f64, f64) outs(%B_s_e : tensor<2x3xf64>) {
+  ^bb0(%B_s_x: f64, %B_s_y: f64, %B_s_o: f64):
+    %B_s_p0 = arith.constant 1.25 : f64
+    %B_s_i0 = linalg.index 0 : index
+    %B_s_l0 = arith.index_cast %B_s_i0 : index to i64
+    %B_s_f0 = arith.sitofp %B_s_l0 : i64 to f64
+    %B_s_c0 = arith.constant 1.3 : f64
+    %B_s_m0 = arith.mulf %B_s_f0, %B_s_c0 : f64
+    %B_s_p1 = arith.addf %B_s_p0, %B_s_m0 : f64
+    %B_s_i1 = linalg.index 1 : index
+    %B_s_l1 = arith.index_cast %B_s_i1 : index to i64
+    %B_s_f1 = arith.sitofp %B_s_l1 : i64 to f64
+    %B_s_c1 = arith.constant 1.9 : f64
+    %B_s_m1 = arith.mulf %B_s_f1, %B_s_c1 : f64
+    %B_s_p2 = arith.addf %B_s_p1, %B_s_m1 : f64
+    %B_s_s = math.sin %B_s_p2 : f64
+    %B_s_k = math.cos %B_s_p2 : f64
+    %B_s_u = arith.mulf %B_s_x, %B_s_s : f64
+    %B_s_v = arith.mulf %B_s_y, %B_s_k : f64
+    %B_s_w = arith.addf %B_s_u, %B_s_v : f64
+    linalg.yield %B_s_w : f64
+  } -> tensor<2x3xf64>
+  %B_de = tensor.empty(%n2, %n3) : tensor<?x?xf64>
+  %B = linalg.copy ins(%B_s : tensor<2x3xf64>) outs(%B_de : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %O1_z0 = arith.constant 0.0 : f64
+  %O1_ze = tensor.empty(%n2, %n3) : tensor<?x?xf64>
+  %O1 = linalg.fill ins(%O1_z0 : f64) outs(%O1_ze : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %O2_z0 = arith.constant 0.0 : f64
+  %O2_ze = tensor.empty(%n2, %n3) : tensor<?x?xf64>
+  %O2 = linalg.fill ins(%O2_z0 : f64) outs(%O2_ze : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %O3_z0 = arith.constant 0.0 : f64
+  %O3_ze = tensor.empty(%n2, %n3) : tensor<?x?xf64>
+  %O3 = linalg.fill ins(%O3_z0 : f64) outs(%O3_ze : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %O4_z0 = arith.constant 0.0 : f64
+  %O4_ze = tensor.empty(%n2, %n3) : tensor<?x?xf64>
+  %O4 = linalg.fill ins(%O4_z0 : f64) outs(%O4_ze : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %O5_z0 = arith.constant 0.0 : f64
+  %O5_ze = tensor.empty(%n2, %n3) : tensor<?x?xf64>
+  %O5 = linalg.fill ins(%O5_z0 : f64) outs(%O5_ze : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %O6_z0 = arith.constant 0.0 : f64
+  %O6_ze = tensor.empty(%n2, %n3) : tensor<?x?xf64>
+  %O6 = linalg.fill ins(%O6_z0 : f64) outs(%O6_ze : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %O7_z0 = arith.constant 0.0 : f64
+  %O7_ze = tensor.empty(%n2, %n3) : tensor<?x?xf64>
+  %O7 = linalg.fill ins(%O7_z0 : f64) outs(%O7_ze : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %O8_z0 = arith.constant 0.0 : f64
+  %O8_ze = tensor.empty(%n2, %n3) : tensor<?x?xf64>
+  %O8 = linalg.fill ins(%O8_z0 : f64) outs(%O8_ze : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %EB = linalg.exp ins(%B : tensor<?x?xf64>) outs(%O1 : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %DV = linalg.div ins(%A, %EB : tensor<?x?xf64>, tensor<?x?xf64>) outs(%O2 : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %L = linalg.log ins(%EB : tensor<?x?xf64>) outs(%O3 : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %Q = linalg.sqrt ins(%EB : tensor<?x?xf64>) outs(%O4 : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %M = linalg.max ins(%DV, %L : tensor<?x?xf64>, tensor<?x?xf64>) outs(%O5 : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %N = linalg.min ins(%A, %Q : tensor<?x?xf64>, tensor<?x?xf64>) outs(%O6 : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %G = linalg.negf ins(%M : tensor<?x?xf64>) outs(%O7 : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %S = linalg.abs ins(%N : tensor<?x?xf64>) outs(%O8 : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %AS = arith.addf %G, %S : tensor<?x?xf64>
+  %MS = arith.mulf %AS, %Q : tensor<?x?xf64>
+  %C = arith.subf %MS, %A : tensor<?x?xf64>
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<?x?xf64>) outs(%l_init : tensor<f64>) dimensions = [0, 1]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @check_dyn_named_elementwise(%point: i64, %p0: f64, %p1: f64) {
+  %x0 = arith.truncf %p0 : f64 to f32
+  %e0 = arith.extf %x0 : f32 to f64
+  %x1 = arith.truncf %p1 : f64 to f32
+  %e1 = arith.extf %x1 : f32 to f64
+  %g0, %g1 = ad.grad @case_dyn_named_elementwise(%x0, %x1) : (f32, f32) -> (f32, f32)
+  %tol = arith.constant 1.000000e-05 : f64
+  %gw0 = arith.extf %g0 : f32 to f64
+  %xp0, %xm0 = func.call @step(%e0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_dyn_named_elementwise_ref(%xp0, %e1) : (f64, f64) -> f64
+  %fm0 = func.call @case_dyn_named_elementwise_ref(%xm0, %e1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "dyn_named_elementwise p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%gw0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %gw1 = arith.extf %g1 : f32 to f64
+  %xp1, %xm1 = func.call @step(%e1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_dyn_named_elementwise_ref(%e0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_dyn_named_elementwise_ref(%e0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "dyn_named_elementwise p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%gw1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
+func.func @case_dyn_batch_matmul(%a: f32, %b: f32) -> f32 {
+  %n_z = arith.subf %a, %a : f32
+  %n2_c = arith.constant 2.0 : f32
+  %n2_f = arith.addf %n_z, %n2_c : f32
+  %n2_i = arith.fptosi %n2_f : f32 to i64
+  %n2 = arith.index_cast %n2_i : i64 to index
+  %n3_c = arith.constant 3.0 : f32
+  %n3_f = arith.addf %n_z, %n3_c : f32
+  %n3_i = arith.fptosi %n3_f : f32 to i64
+  %n3 = arith.index_cast %n3_i : i64 to index
+  %n4_c = arith.constant 4.0 : f32
+  %n4_f = arith.addf %n_z, %n4_c : f32
+  %n4_i = arith.fptosi %n4_f : f32 to i64
+  %n4 = arith.index_cast %n4_i : i64 to index
+  %A_s_e = tensor.empty() : tensor<2x3x4xf32>
+  %A_s = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%a, %b : f32, f32) outs(%A_s_e : tensor<2x3x4xf32>) {
+  ^bb0(%A_s_x: f32, %A_s_y: f32, %A_s_o: f32):
+    %A_s_p0 = arith.constant 0.25 : f32
+    %A_s_i0 = linalg.index 0 : index
+    %A_s_l0 = arith.index_cast %A_s_i0 : index to i64
+    %A_s_f0 = arith.sitofp %A_s_l0 : i64 to f32
+    %A_s_c0 = arith.constant 1.3 : f32
+    %A_s_m0 = arith.mulf %A_s_f0, %A_s_c0 : f32
+    %A_s_p1 = arith.addf %A_s_p0, %A_s_m0 : f32
+    %A_s_i1 = linalg.index 1 : index
+    %A_s_l1 = arith.index_cast %A_s_i1 : index to i64
+    %A_s_f1 = arith.sitofp %A_s_l1 : i64 to f32
+    %A_s_c1 = arith.constant 1.9 : f32
+    %A_s_m1 = arith.mulf %A_s_f1, %A_s_c1 : f32
+    %A_s_p2 = arith.addf %A_s_p1, %A_s_m1 : f32
+    %A_s_i2 = linalg.index 2 : index
+    %A_s_l2 = arith.index_cast %A_s_i2 : index to i64
+    %A_s_f2 = arith.sitofp %A_s_l2 : i64 to f32
+    %A_s_c2 = arith.constant 2.5 : f32
+    %A_s_m2 = arith.mulf %A_s_f2, %A_s_c2 : f32
+    %A_s_p3 = arith.addf %A_s_p2, %A_s_m2 : f32
+    %A_s_s = math.sin %A_s_p3 : f32
+    %A_s_k = math.cos %A_s_p3 : f32
+    %A_s_u = arith.mulf %A_s_x, %A_s_s : f32
+    %A_s_v = arith.mulf %A_s_y, %A_s_k : f32
+    %A_s_w = arith.addf %A_s_u, %A_s_v : f32
+    linalg.yield %A_s_w : f32
+  } -> tensor<2x3x4xf32>
+  %A_de = tensor.empty(%n2, %n3, %n4) : tensor<?x?x?xf32>
+  %A = linalg.copy ins(%A_s : tensor<2x3x4xf32>) outs(%A_de : tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
+  %B_s_e = tensor.empty() : tensor<2x4x2xf32>
+  %B_s = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%b, %a : f32, f32) outs(%B_s_e : tensor<2x4x2xf32>) {
+  ^bb0(%B_s_x: f32, %B_s_y: f32, %B_s_o: f32):
+    %B_s_p0 = arith.constant 1.25 : f32
+    %B_s_i0 = linalg.index 0 : index
+    %B_s_l0 = arith.index_cast %B_s_i0 : index to i64
+    %B_s_f0 = arith.sitofp %B_s_l0 : i64 to f32
+    %B_s_c0 = arith.constant 1.3 : f32
+    %B_s_m0 = arith.mulf %B_s_f0, %B_s_c0 : f32
+    %B_s_p1 = arith.addf %B_s_p0, %B_s_m0 : f32
+    %B_s_i1 = linalg.index 1 : index
+    %B_s_l1 = arith.index_cast %B_s_i1 : index to i64
+    %B_s_f1 = arith.sitofp %B_s_l1 : i64 to f32
+    %B_s_c1 = arith.constant 1.9 : f32
+    %B_s_m1 = arith.mulf %B_s_f1, %B_s_c1 : f32
+    %B_s_p2 = arith.addf %B_s_p1, %B_s_m1 : f32
+    %B_s_i2 = linalg.index 2 : index
+    %B_s_l2 = arith.index_cast %B_s_i2 : index to i64
+    %B_s_f2 = arith.sitofp %B_s_l2 : i64 to f32
+    %B_s_c2 = arith.constant 2.5 : f32
+    %B_s_m2 = arith.mulf %B_s_f2, %B_s_c2 : f32
+    %B_s_p3 = arith.addf %B_s_p2, %B_s_m2 : f32
+    %B_s_s = math.sin %B_s_p3 : f32
+    %B_s_k = math.cos %B_s_p3 : f32
+    %B_s_u = arith.mulf %B_s_x, %B_s_s : f32
+    %B_s_v = arith.mulf %B_s_y, %B_s_k : f32
+    %B_s_w = arith.addf %B_s_u, %B_s_v : f32
+    linalg.yield %B_s_w : f32
+  } -> tensor<2x4x2xf32>
+  %B_de = tensor.empty(%n2, %n4, %n2) : tensor<?x?x?xf32>
+  %B = linalg.copy ins(%B_s : tensor<2x4x2xf32>) outs(%B_de : tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
+  %O_z0 = arith.constant 0.0 : f32
+  %O_ze = tensor.empty(%n2, %n3, %n2) : tensor<?x?x?xf32>
+  %O = linalg.fill ins(%O_z0 : f32) outs(%O_ze : tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
+  %C = linalg.batch_matmul ins(%A, %B : tensor<?x?x?xf32>, tensor<?x?x?xf32>) outs(%O : tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
+  %l_zero = arith.constant 0.0 : f32
+  %l_e = tensor.empty() : tensor<f32>
+  %l_init = linalg.fill ins(%l_zero : f32) outs(%l_e : tensor<f32>) -> tensor<f32>
+  %l_sum = linalg.reduce ins(%C : tensor<?x?x?xf32>) outs(%l_init : tensor<f32>) dimensions = [0, 1, 2]
+    (%l_in: f32, %l_acc: f32) {
+      %l_third = arith.constant 0.3333 : f32
+      %l_s = math.sin %l_in : f32
+      %l_q = arith.mulf %l_in, %l_in : f32
+      %l_q3 = arith.mulf %l_q, %l_third : f32
+      %l_v = arith.addf %l_s, %l_q3 : f32
+      %l_n = arith.addf %l_acc, %l_v : f32
+      linalg.yield %l_n : f32
+    }
+  %r = tensor.extract %l_sum[] : tensor<f32>
+  return %r : f32
+}
+
+func.func @case_dyn_batch_matmul_ref(%a: f64, %b: f64) -> f64 {
+  %n_z = arith.subf %a, %a : f64
+  %n2_c = arith.constant 2.0 : f64
+  %n2_f = arith.addf %n_z, %n2_c : f64
+  %n2_i = arith.fptosi %n2_f : f64 to i64
+  %n2 = arith.index_cast %n2_i : i64 to index
+  %n3_c = arith.constant 3.0 : f64
+  %n3_f = arith.addf %n_z, %n3_c : f64
+  %n3_i = arith.fptosi %n3_f : f64 to i64
+  %n3 = arith.index_cast %n3_i : i64 to index
+  %n4_c = arith.constant 4.0 : f64
+  %n4_f = arith.addf %n_z, %n4_c : f64
+  %n4_i = arith.fptosi %n4_f : f64 to i64
+  %n4 = arith.index_cast %n4_i : i64 to index
+  %A_s_e = tensor.empty() : tensor<2x3x4xf64>
+  %A_s = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%A_s_e : tensor<2x3x4xf64>) {
+  ^bb0(%A_s_x: f64, %A_s_y: f64, %A_s_o: f64):
+    %A_s_p0 = arith.constant 0.25 : f64
+    %A_s_i0 = linalg.index 0 : index
+    %A_s_l0 = arith.index_cast %A_s_i0 : index to i64
+    %A_s_f0 = arith.sitofp %A_s_l0 : i64 to f64
+    %A_s_c0 = arith.constant 1.3 : f64
+    %A_s_m0 = arith.mulf %A_s_f0, %A_s_c0 : f64
+    %A_s_p1 = arith.addf %A_s_p0, %A_s_m0 : f64
+    %A_s_i1 = linalg.index 1 : index
+    %A_s_l1 = arith.index_cast %A_s_i1 : index to i64
+    %A_s_f1 = arith.sitofp %A_s_l1 : i64 to f64
+    %A_s_c1 = arith.constant 1.9 : f64
+    %A_s_m1 = arith.mulf %A_s_f1, %A_s_c1 : f64
+    %A_s_p2 = arith.addf %A_s_p1, %A_s_m1 : f64
+    %A_s_i2 = linalg.index 2 : index
+    %A_s_l2 = arith.index_cast %A_s_i2 : index to i64
+    %A_s_f2 = arith.sitofp %A_s_l2 : i64 to f64
+    %A_s_c2 = arith.constant 2.5 : f64
+    %A_s_m2 = arith.mulf %A_s_f2, %A_s_c2 : f64
+    %A_s_p3 = arith.addf %A_s_p2, %A_s_m2 : f64
+    %A_s_s = math.sin %A_s_p3 : f64
+    %A_s_k = math.cos %A_s_p3 : f64
+    %A_s_u = arith.mulf %A_s_x, %A_s_s : f64
+    %A_s_v = arith.mulf %A_s_y, %A_s_k : f64
+    %A_s_w = arith.addf %A_s_u, %A_s_v : f64
+    linalg.yield %A_s_w : f64
+  } -> tensor<2x3x4xf64>
+  %A_de = tensor.empty(%n2, %n3, %n4) : tensor<?x?x?xf64>
+  %A = linalg.copy ins(%A_s : tensor<2x3x4xf64>) outs(%A_de : tensor<?x?x?xf64>) -> tensor<?x?x?xf64>
+  %B_s_e = tensor.empty() : tensor<2x4x2xf64>
+  %B_s = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%b, %a : f64, f64) outs(%B_s_e : tensor<2x4x2xf64>) {
+  ^bb0(%B_s_x: f64, %B_s_y: f64, %B_s_o: f64):
+    %B_s_p0 = arith.constant 1.25 : f64
+    %B_s_i0 = linalg.index 0 : index
+    %B_s_l0 = arith.index_cast %B_s_i0 : index to i64
+    %B_s_f0 = arith.sitofp %B_s_l0 : i64 to f64
+    %B_s_c0 = arith.constant 1.3 : f64
+    %B_s_m0 = arith.mulf %B_s_f0, %B_s_c0 : f64
+    %B_s_p1 = arith.addf %B_s_p0, %B_s_m0 : f64
+    %B_s_i1 = linalg.index 1 : index
+    %B_s_l1 = arith.index_cast %B_s_i1 : index to i64
+    %B_s_f1 = arith.sitofp %B_s_l1 : i64 to f64
+    %B_s_c1 = arith.constant 1.9 : f64
+    %B_s_m1 = arith.mulf %B_s_f1, %B_s_c1 : f64
+    %B_s_p2 = arith.addf %B_s_p1, %B_s_m1 : f64
+    %B_s_i2 = linalg.index 2 : index
+    %B_s_l2 = arith.index_cast %B_s_i2 : index to i64
+    %B_s_f2 = arith.sitofp %B_s_l2 : i64 to f64
+    %B_s_c2 = arith.constant 2.5 : f64
+    %B_s_m2 = arith.mulf %B_s_f2, %B_s_c2 : f64
+    %B_s_p3 = arith.addf %B_s_p2, %B_s_m2 : f64
+    %B_s_s = math.sin %B_s_p3 : f64
+    %B_s_k = math.cos %B_s_p3 : f64
+    %B_s_u = arith.mulf %B_s_x, %B_s_s : f64
+    %B_s_v = arith.mulf %B_s_y, %B_s_k : f64
+    %B_s_w = arith.addf %B_s_u, %B_s_v : f64
+    linalg.yield %B_s_w : f64
+  } -> tensor<2x4x2xf64>
+  %B_de = tensor.empty(%n2, %n4, %n2) : tensor<?x?x?xf64>
+  %B = linalg.copy ins(%B_s : tensor<2x4x2xf64>) outs(%B_de : tensor<?x?x?xf64>) -> tensor<?x?x?xf64>
+  %O_z0 = arith.constant 0.0 : f64
+  %O_ze = tensor.empty(%n2, %n3, %n2) : tensor<?x?x?xf64>
+  %O = linalg.fill ins(%O_z0 : f64) outs(%O_ze : tensor<?x?x?xf64>) -> tensor<?x?x?xf64>
+  %C = linalg.batch_matmul ins(%A, %B : tensor<?x?x?xf64>, tensor<?x?x?xf64>) outs(%O : tensor<?x?x?xf64>) -> tensor<?x?x?xf64>
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<?x?x?xf64>) outs(%l_init : tensor<f64>) dimensions = [0, 1, 2]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @check_dyn_batch_matmul(%point: i64, %p0: f64, %p1: f64) {
+  %x0 = arith.truncf %p0 : f64 to f32
+  %e0 = arith.extf %x0 : f32 to f64
+  %x1 = arith.truncf %p1 : f64 to f32
+  %e1 = arith.extf %x1 : f32 to f64
+  %g0, %g1 = ad.grad @case_dyn_batch_matmul(%x0, %x1) : (f32, f32) -> (f32, f32)
+  %tol = arith.constant 1.000000e-05 : f64
+  %gw0 = arith.extf %g0 : f32 to f64
+  %xp0, %xm0 = func.call @step(%e0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_dyn_batch_matmul_ref(%xp0, %e1) : (f64, f64) -> f64
+  %fm0 = func.call @case_dyn_batch_matmul_ref(%xm0, %e1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "dyn_batch_matmul p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%gw0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %gw1 = arith.extf %g1 : f32 to f64
+  %xp1, %xm1 = func.call @step(%e1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_dyn_batch_matmul_ref(%e0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_dyn_batch_matmul_ref(%e0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "dyn_batch_matmul p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%gw1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
+func.func @case_dyn_matvec_vecmat_dot(%a: f32, %b: f32) -> f32 {
+  %n_z = arith.subf %a, %a : f32
+  %n3_c = arith.constant 3.0 : f32
+  %n3_f = arith.addf %n_z, %n3_c : f32
+  %n3_i = arith.fptosi %n3_f : f32 to i64
+  %n3 = arith.index_cast %n3_i : i64 to index
+  %n4_c = arith.constant 4.0 : f32
+  %n4_f = arith.addf %n_z, %n4_c : f32
+  %n4_i = arith.fptosi %n4_f : f32 to i64
+  %n4 = arith.index_cast %n4_i : i64 to index
+  %A_s_e = tensor.empty() : tensor<3x4xf32>
+  %A_s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f32, f32) outs(%A_s_e : tensor<3x4xf32>) {
+  ^bb0(%A_s_x: f32, %A_s_y: f32, %A_s_o: f32):
+    %A_s_p0 = arith.constant 0.25 : f32
+    %A_s_i0 = linalg.index 0 : index
+    %A_s_l0 = arith.index_cast %A_s_i0 : index to i64
+    %A_s_f0 = arith.sitofp %A_s_l0 : i64 to f32
+    %A_s_c0 = arith.constant 1.3 : f32
+    %A_s_m0 = arith.mulf %A_s_f0, %A_s_c0 : f32
+    %A_s_p1 = arith.addf %A_s_p0, %A_s_m0 : f32
+    %A_s_i1 = linalg.index 1 : index
+    %A_s_l1 = arith.index_cast %A_s_i1 : index to i64
+    %A_s_f1 = arith.sitofp %A_s_l1 : i64 to f32
+    %A_s_c1 = arith.constant 1.9 : f32
+    %A_s_m1 = arith.mulf %A_s_f1, %A_s_c1 : f32
+    %A_s_p2 = arith.addf %A_s_p1, %A_s_m1 : f32
+    %A_s_s = math.sin %A_s_p2 : f32
+    %A_s_k = math.cos %A_s_p2 : f32
+    %A_s_u = arith.mulf %A_s_x, %A_s_s : f32
+    %A_s_v = arith.mulf %A_s_y, %A_s_k : f32
+    %A_s_w = arith.addf %A_s_u, %A_s_v : f32
+    linalg.yield %A_s_w : f32
+  } -> tensor<3x4xf32>
+  %A_de = tensor.empty(%n3, %n4) : tensor<?x?xf32>
+  %A = linalg.copy ins(%A_s : tensor<3x4xf32>) outs(%A_de : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %V_s_e = tensor.empty() : tensor<4xf32>
+  %V_s = linalg.generic {indexing_maps = [affine_map<(d0) -> ()>, affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%b, %a : f32, f32) outs(%V_s_e : tensor<4xf32>) {
+  ^bb0(%V_s_x: f32, %V_s_y: f32, %V_s_o: f32):
+    %V_s_p0 = arith.constant 1.25 : f32
+    %V_s_i0 = linalg.index 0 : index
+    %V_s_l0 = arith.index_cast %V_s_i0 : index to i64
+    %V_s_f0 = arith.sitofp %V_s_l0 : i64 to f32
+    %V_s_c0 = arith.constant 1.3 : f32
+    %V_s_m0 = arith.mulf %V_s_f0, %V_s_c0 : f32
+    %V_s_p1 = arith.addf %V_s_p0, %V_s_m0 : f32
+    %V_s_s = math.sin %V_s_p1 : f32
+    %V_s_k = math.cos %V_s_p1 : f32
+    %V_s_u = arith.mulf %V_s_x, %V_s_s : f32
+    %V_s_v = arith.mulf %V_s_y, %V_s_k : f32
+    %V_s_w = arith.addf %V_s_u, %V_s_v : f32
+    linalg.yield %V_s_w : f32
+  } -> tensor<4xf32>
+  %V_de = tensor.empty(%n4) : tensor<?xf32>
+  %V = linalg.copy ins(%V_s : tensor<4xf32>) outs(%V_de : tensor<?xf32>) -> tensor<?xf32>
+  %W_s_e = tensor.empty() : tensor<3xf32>
+  %W_s = linalg.generic {indexing_maps = [affine_map<(d0) -> ()>, affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%a, %b : f32, f32) outs(%W_s_e : tensor<3xf32>) {
+  ^bb0(%W_s_x: f32, %W_s_y: f32, %W_s_o: f32):
+    %W_s_p0 = arith.constant 2.25 : f32
+    %W_s_i0 = linalg.index 0 : index
+    %W_s_l0 = arith.index_cast %W_s_i0 : index to i64
+    %W_s_f0 = arith.sitofp %W_s_l0 : i64 to f32
+    %W_s_c0 = arith.constant 1.3 : f32
+    %W_s_m0 = arith.mulf %W_s_f0, %W_s_c0 : f32
+    %W_s_p1 = arith.addf %W_s_p0, %W_s_m0 : f32
+    %W_s_s = math.sin %W_s_p1 : f32
+    %W_s_k = math.cos %W_s_p1 : f32
+    %W_s_u = arith.mulf %W_s_x, %W_s_s : f32
+    %W_s_v = arith.mulf %W_s_y, %W_s_k : f32
+    %W_s_w = arith.addf %W_s_u, %W_s_v : f32
+    linalg.yield %W_s_w : f32
+  } -> tensor<3xf32>
+  %W_de = tensor.empty(%n3) : tensor<?xf32>
+  %W = linalg.copy ins(%W_s : tensor<3xf32>) outs(%W_de : tensor<?xf32>) -> tensor<?xf32>
+  %O1_z0 = arith.constant 0.0 : f32
+  %O1_ze = tensor.empty(%n3) : tensor<?xf32>
+  %O1 = linalg.fill ins(%O1_z0 : f32) outs(%O1_ze : tensor<?xf32>) -> tensor<?xf32>
+  %O2_z0 = arith.constant 0.0 : f32
+  %O2_ze = tensor.empty(%n4) : tensor<?xf32>
+  %O2 = linalg.fill ins(%O2_z0 : f32) outs(%O2_ze : tensor<?xf32>) -> tensor<?xf32>
+  %O3_z0 = arith.constant 0.0 : f32
+  %O3_ze = tensor.empty() : tensor<f32>
+  %O3 = linalg.fill ins(%O3_z0 : f32) outs(%O3_ze : tensor<f32>) -> tensor<f32>
+  %MV = linalg.matvec ins(%A, %V : tensor<?x?xf32>, tensor<?xf32>) outs(%O1 : tensor<?xf32>) -> tensor<?xf32>
+  %VM = linalg.vecmat ins(%MV, %A : tensor<?xf32>, tensor<?x?xf32>) outs(%O2 : tensor<?xf32>) -> tensor<?xf32>
+  %C = linalg.dot ins(%VM, %V : tensor<?xf32>, tensor<?xf32>) outs(%O3 : tensor<f32>) -> tensor<f32>
+  %l_zero = arith.constant 0.0 : f32
+  %l_e = tensor.empty() : tensor<f32>
+  %l_init = linalg.fill ins(%l_zero : f32) outs(%l_e : tensor<f32>) -> tensor<f32>
+  %l_sum = linalg.reduce ins(%C : tensor<f32>) outs(%l_init : tensor<f32>) dimensions = []
+    (%l_in: f32, %l_acc: f32) {
+      %l_third = arith.constant 0.3333 : f32
+      %l_s = math.sin %l_in : f32
+      %l_q = arith.mulf %l_in, %l_in : f32
+      %l_q3 = arith.mulf %l_q, %l_third : f32
+      %l_v = arith.addf %l_s, %l_q3 : f32
+      %l_n = arith.addf %l_acc, %l_v : f32
+      linalg.yield %l_n : f32
+    }
+  %r = tensor.extract %l_sum[] : tensor<f32>
+  return %r : f32
+}
+
+func.func @case_dyn_matvec_vecmat_dot_ref(%a: f64, %b: f64) -> f64 {
+  %n_z = arith.subf %a, %a : f64
+  %n3_c = arith.constant 3.0 : f64
+  %n3_f = arith.addf %n_z, %n3_c : f64
+  %n3_i = arith.fptosi %n3_f : f64 to i64
+  %n3 = arith.index_cast %n3_i : i64 to index
+  %n4_c = arith.constant 4.0 : f64
+  %n4_f = arith.addf %n_z, %n4_c : f64
+  %n4_i = arith.fptosi %n4_f : f64 to i64
+  %n4 = arith.index_cast %n4_i : i64 to index
+  %A_s_e = tensor.empty() : tensor<3x4xf64>
+  %A_s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%A_s_e : tensor<3x4xf64>) {
+  ^bb0(%A_s_x: f64, %A_s_y: f64, %A_s_o: f64):
+    %A_s_p0 = arith.constant 0.25 : f64
+    %A_s_i0 = linalg.index 0 : index
+    %A_s_l0 = arith.index_cast %A_s_i0 : index to i64
+    %A_s_f0 = arith.sitofp %A_s_l0 : i64 to f64
+    %A_s_c0 = arith.constant 1.3 : f64
+    %A_s_m0 = arith.mulf %A_s_f0, %A_s_c0 : f64
+    %A_s_p1 = arith.addf %A_s_p0, %A_s_m0 : f64
+    %A_s_i1 = linalg.index 1 : index
+    %A_s_l1 = arith.index_cast %A_s_i1 : index to i64
+    %A_s_f1 = arith.sitofp %A_s_l1 : i64 to f64
+    %A_s_c1 = arith.constant 1.9 : f64
+    %A_s_m1 = arith.mulf %A_s_f1, %A_s_c1 : f64
+    %A_s_p2 = arith.addf %A_s_p1, %A_s_m1 : f64
+    %A_s_s = math.sin %A_s_p2 : f64
+    %A_s_k = math.cos %A_s_p2 : f64
+    %A_s_u = arith.mulf %A_s_x, %A_s_s : f64
+    %A_s_v = arith.mulf %A_s_y, %A_s_k : f64
+    %A_s_w = arith.addf %A_s_u, %A_s_v : f64
+    linalg.yield %A_s_w : f64
+  } -> tensor<3x4xf64>
+  %A_de = tensor.empty(%n3, %n4) : tensor<?x?xf64>
+  %A = linalg.copy ins(%A_s : tensor<3x4xf64>) outs(%A_de : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %V_s_e = tensor.empty() : tensor<4xf64>
+  %V_s = linalg.generic {indexing_maps = [affine_map<(d0) -> ()>, affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%b, %a : f64, f64) outs(%V_s_e : tensor<4xf64>) {
+  ^bb0(%V_s_x: f64, %V_s_y: f64, %V_s_o: f64):
+    %V_s_p0 = arith.constant 1.25 : f64
+    %V_s_i0 = linalg.index 0 : index
+    %V_s_l0 = arith.index_cast %V_s_i0 : index to i64
+    %V_s_f0 = arith.sitofp %V_s_l0 : i64 to f64
+    %V_s_c0 = arith.constant 1.3 : f64
+    %V_s_m0 = arith.mulf %V_s_f0, %V_s_c0 : f64
+    %V_s_p1 = arith.addf %V_s_p0, %V_s_m0 : f64
+    %V_s_s = math.sin %V_s_p1 : f64
+    %V_s_k = math.cos %V_s_p1 : f64
+    %V_s_u = arith.mulf %V_s_x, %V_s_s : f64
+    %V_s_v = arith.mulf %V_s_y, %V_s_k : f64
+    %V_s_w = arith.addf %V_s_u, %V_s_v : f64
+    linalg.yield %V_s_w : f64
+  } -> tensor<4xf64>
+  %V_de = tensor.empty(%n4) : tensor<?xf64>
+  %V = linalg.copy ins(%V_s : tensor<4xf64>) outs(%V_de : tensor<?xf64>) -> tensor<?xf64>
+  %W_s_e = tensor.empty() : tensor<3xf64>
+  %W_s = linalg.generic {indexing_maps = [affine_map<(d0) -> ()>, affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%a, %b : f64, f64) outs(%W_s_e : tensor<3xf64>) {
+  ^bb0(%W_s_x: f64, %W_s_y: f64, %W_s_o: f64):
+    %W_s_p0 = arith.constant 2.25 : f64
+    %W_s_i0 = linalg.index 0 : index
+    %W_s_l0 = arith.index_cast %W_s_i0 : index to i64
+    %W_s_f0 = arith.sitofp %W_s_l0 : i64 to f64
+    %W_s_c0 = arith.constant 1.3 : f64
+    %W_s_m0 = arith.mulf %W_s_f0, %W_s_c0 : f64
+    %W_s_p1 = arith.addf %W_s_p0, %W_s_m0 : f64
+    %W_s_s = math.sin %W_s_p1 : f64
+    %W_s_k = math.cos %W_s_p1 : f64
+    %W_s_u = arith.mulf %W_s_x, %W_s_s : f64
+    %W_s_v = arith.mulf %W_s_y, %W_s_k : f64
+    %W_s_w = arith.addf %W_s_u, %W_s_v : f64
+    linalg.yield %W_s_w : f64
+  } -> tensor<3xf64>
+  %W_de = tensor.empty(%n3) : tensor<?xf64>
+  %W = linalg.copy ins(%W_s : tensor<3xf64>) outs(%W_de : tensor<?xf64>) -> tensor<?xf64>
+  %O1_z0 = arith.constant 0.0 : f64
+  %O1_ze = tensor.empty(%n3) : tensor<?xf64>
+  %O1 = linalg.fill ins(%O1_z0 : f64) outs(%O1_ze : tensor<?xf64>) -> tensor<?xf64>
+  %O2_z0 = arith.constant 0.0 : f64
+  %O2_ze = tensor.empty(%n4) : tensor<?xf64>
+  %O2 = linalg.fill ins(%O2_z0 : f64) outs(%O2_ze : tensor<?xf64>) -> tensor<?xf64>
+  %O3_z0 = arith.constant 0.0 : f64
+  %O3_ze = tensor.empty() : tensor<f64>
+  %O3 = linalg.fill ins(%O3_z0 : f64) outs(%O3_ze : tensor<f64>) -> tensor<f64>
+  %MV = linalg.matvec ins(%A, %V : tensor<?x?xf64>, tensor<?xf64>) outs(%O1 : tensor<?xf64>) -> tensor<?xf64>
+  %VM = linalg.vecmat ins(%MV, %A : tensor<?xf64>, tensor<?x?xf64>) outs(%O2 : tensor<?xf64>) -> tensor<?xf64>
+  %C = linalg.dot ins(%VM, %V : tensor<?xf64>, tensor<?xf64>) outs(%O3 : tensor<f64>) -> tensor<f64>
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<f64>) outs(%l_init : tensor<f64>) dimensions = []
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @check_dyn_matvec_vecmat_dot(%point: i64, %p0: f64, %p1: f64) {
+  %x0 = arith.truncf %p0 : f64 to f32
+  %e0 = arith.extf %x0 : f32 to f64
+  %x1 = arith.truncf %p1 : f64 to f32
+  %e1 = arith.extf %x1 : f32 to f64
+  %g0, %g1 = ad.grad @case_dyn_matvec_vecmat_dot(%x0, %x1) : (f32, f32) -> (f32, f32)
+  %tol = arith.constant 1.000000e-05 : f64
+  %gw0 = arith.extf %g0 : f32 to f64
+  %xp0, %xm0 = func.call @step(%e0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_dyn_matvec_vecmat_dot_ref(%xp0, %e1) : (f64, f64) -> f64
+  %fm0 = func.call @case_dyn_matvec_vecmat_dot_ref(%xm0, %e1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "dyn_matvec_vecmat_dot p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%gw0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %gw1 = arith.extf %g1 : f32 to f64
+  %xp1, %xm1 = func.call @step(%e1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_dyn_matvec_vecmat_dot_ref(%e0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_dyn_matvec_vecmat_dot_ref(%e0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "dyn_matvec_vecmat_dot p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%gw1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
+func.func @case_dyn_transpose_broadcast_map(%a: f32, %b: f32) -> f32 {
+  %n_z = arith.subf %a, %a : f32
+  %n3_c = arith.constant 3.0 : f32
+  %n3_f = arith.addf %n_z, %n3_c : f32
+  %n3_i = arith.fptosi %n3_f : f32 to i64
+  %n3 = arith.index_cast %n3_i : i64 to index
+  %n4_c = arith.constant 4.0 : f32
+  %n4_f = arith.addf %n_z, %n4_c : f32
+  %n4_i = arith.fptosi %n4_f : f32 to i64
+  %n4 = arith.index_cast %n4_i : i64 to index
+  %A_s_e = tensor.empty() : tensor<3x4xf32>
+  %A_s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f32, f32) outs(%A_s_e : tensor<3x4xf32>) {
+  ^bb0(%A_s_x: f32, %A_s_y: f32, %A_s_o: f32):
+    %A_s_p0 = arith.constant 0.25 : f32
+    %A_s_i0 = linalg.index 0 : index
+    %A_s_l0 = arith.index_cast %A_s_i0 : index to i64
+    %A_s_f0 = arith.sitofp %A_s_l0 : i64 to f32
+    %A_s_c0 = arith.constant 1.3 : f32
+    %A_s_m0 = arith.mulf %A_s_f0, %A_s_c0 : f32
+    %A_s_p1 = arith.addf %A_s_p0, %A_s_m0 : f32
+    %A_s_i1 = linalg.index 1 : index
+    %A_s_l1 = arith.index_cast %A_s_i1 : index to i64
+    %A_s_f1 = arith.sitofp %A_s_l1 : i64 to f32
+    %A_s_c1 = arith.constant 1.9 : f32
+    %A_s_m1 = arith.mulf %A_s_f1, %A_s_c1 : f32
+    %A_s_p2 = arith.addf %A_s_p1, %A_s_m1 : f32
+    %A_s_s = math.sin %A_s_p2 : f32
+    %A_s_k = math.cos %A_s_p2 : f32
+    %A_s_u = arith.mulf %A_s_x, %A_s_s : f32
+    %A_s_v = arith.mulf %A_s_y, %A_s_k : f32
+    %A_s_w = arith.addf %A_s_u, %A_s_v : f32
+    linalg.yield %A_s_w : f32
+  } -> tensor<3x4xf32>
+  %A_de = tensor.empty(%n3, %n4) : tensor<?x?xf32>
+  %A = linalg.copy ins(%A_s : tensor<3x4xf32>) outs(%A_de : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %V_s_e = tensor.empty() : tensor<4xf32>
+  %V_s = linalg.generic {indexing_maps = [affine_map<(d0) -> ()>, affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%b, %a : f32, f32) outs(%V_s_e : tensor<4xf32>) {
+  ^bb0(%V_s_x: f32, %V_s_y: f32, %V_s_o: f32):
+    %V_s_p0 = arith.constant 1.25 : f32
+    %V_s_i0 = linalg.index 0 : index
+    %V_s_l0 = arith.index_cast %V_s_i0 : index to i64
+    %V_s_f0 = arith.sitofp %V_s_l0 : i64 to f32
+    %V_s_c0 = arith.constant 1.3 : f32
+    %V_s_m0 = arith.mulf %V_s_f0, %V_s_c0 : f32
+    %V_s_p1 = arith.addf %V_s_p0, %V_s_m0 : f32
+    %V_s_s = math.sin %V_s_p1 : f32
+    %V_s_k = math.cos %V_s_p1 : f32
+    %V_s_u = arith.mulf %V_s_x, %V_s_s : f32
+    %V_s_v = arith.mulf %V_s_y, %V_s_k : f32
+    %V_s_w = arith.addf %V_s_u, %V_s_v : f32
+    linalg.yield %V_s_w : f32
+  } -> tensor<4xf32>
+  %V_de = tensor.empty(%n4) : tensor<?xf32>
+  %V = linalg.copy ins(%V_s : tensor<4xf32>) outs(%V_de : tensor<?xf32>) -> tensor<?xf32>
+  %O1_z0 = arith.constant 0.0 : f32
+  %O1_ze = tensor.empty(%n4, %n3) : tensor<?x?xf32>
+  %O1 = linalg.fill ins(%O1_z0 : f32) outs(%O1_ze : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %O2_z0 = arith.constant 0.0 : f32
+  %O2_ze = tensor.empty(%n3, %n4) : tensor<?x?xf32>
+  %O2 = linalg.fill ins(%O2_z0 : f32) outs(%O2_ze : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %O3_z0 = arith.constant 0.0 : f32
+  %O3_ze = tensor.empty(%n3, %n4) : tensor<?x?xf32>
+  %O3 = linalg.fill ins(%O3_z0 : f32) outs(%O3_ze : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %T = linalg.transpose ins(%A : tensor<?x?xf32>) outs(%O1 : tensor<?x?xf32>) permutation = [1, 0]
+  %Bc = linalg.broadcast ins(%V : tensor<?xf32>) outs(%O2 : tensor<?x?xf32>) dimensions = [0]
+  %Tt = linalg.transpose ins(%T : tensor<?x?xf32>) outs(%O3 : tensor<?x?xf32>) permutation = [1, 0]
+  %C = linalg.map ins(%Tt, %Bc : tensor<?x?xf32>, tensor<?x?xf32>) outs(%O2 : tensor<?x?xf32>)
+    (%m_x: f32, %m_y: f32, %m_o: f32) {
+      %m_p = arith.mulf %m_x, %m_y : f32
+      %m_t = math.tanh %m_p : f32
+      linalg.yield %m_t : f32
+    }
+  %l_zero = arith.constant 0.0 : f32
+  %l_e = tensor.empty() : tensor<f32>
+  %l_init = linalg.fill ins(%l_zero : f32) outs(%l_e : tensor<f32>) -> tensor<f32>
+  %l_sum = linalg.reduce ins(%C : tensor<?x?xf32>) outs(%l_init : tensor<f32>) dimensions = [0, 1]
+    (%l_in: f32, %l_acc: f32) {
+      %l_third = arith.constant 0.3333 : f32
+      %l_s = math.sin %l_in : f32
+      %l_q = arith.mulf %l_in, %l_in : f32
+      %l_q3 = arith.mulf %l_q, %l_third : f32
+      %l_v = arith.addf %l_s, %l_q3 : f32
+      %l_n = arith.addf %l_acc, %l_v : f32
+      linalg.yield %l_n : f32
+    }
+  %r = tensor.extract %l_sum[] : tensor<f32>
+  return %r : f32
+}
+
+func.func @case_dyn_transpose_broadcast_map_ref(%a: f64, %b: f64) -> f64 {
+  %n_z = arith.subf %a, %a : f64
+  %n3_c = arith.constant 3.0 : f64
+  %n3_f = arith.addf %n_z, %n3_c : f64
+  %n3_i = arith.fptosi %n3_f : f64 to i64
+  %n3 = arith.index_cast %n3_i : i64 to index
+  %n4_c = arith.constant 4.0 : f64
+  %n4_f = arith.addf %n_z, %n4_c : f64
+  %n4_i = arith.fptosi %n4_f : f64 to i64
+  %n4 = arith.index_cast %n4_i : i64 to index
+  %A_s_e = tensor.empty() : tensor<3x4xf64>
+  %A_s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%A_s_e : tensor<3x4xf64>) {
+  ^bb0(%A_s_x: f64, %A_s_y: f64, %A_s_o: f64):
+    %A_s_p0 = arith.constant 0.25 : f64
+    %A_s_i0 = linalg.index 0 : index
+    %A_s_l0 = arith.index_cast %A_s_i0 : index to i64
+    %A_s_f0 = arith.sitofp %A_s_l0 : i64 to f64
+    %A_s_c0 = arith.constant 1.3 : f64
+    %A_s_m0 = arith.mulf %A_s_f0, %A_s_c0 : f64
+    %A_s_p1 = arith.addf %A_s_p0, %A_s_m0 : f64
+    %A_s_i1 = linalg.index 1 : index
+    %A_s_l1 = arith.index_cast %A_s_i1 : index to i64
+    %A_s_f1 = arith.sitofp %A_s_l1 : i64 to f64
+    %A_s_c1 = arith.constant 1.9 : f64
+    %A_s_m1 = arith.mulf %A_s_f1, %A_s_c1 : f64
+    %A_s_p2 = arith.addf %A_s_p1, %A_s_m1 : f64
+    %A_s_s = math.sin %A_s_p2 : f64
+    %A_s_k = math.cos %A_s_p2 : f64
+    %A_s_u = arith.mulf %A_s_x, %A_s_s : f64
+    %A_s_v = arith.mulf %A_s_y, %A_s_k : f64
+    %A_s_w = arith.addf %A_s_u, %A_s_v : f64
+    linalg.yield %A_s_w : f64
+  } -> tensor<3x4xf64>
+  %A_de = tensor.empty(%n3, %n4) : tensor<?x?xf64>
+  %A = linalg.copy ins(%A_s : tensor<3x4xf64>) outs(%A_de : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %V_s_e = tensor.empty() : tensor<4xf64>
+  %V_s = linalg.generic {indexing_maps = [affine_map<(d0) -> ()>, affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%b, %a : f64, f64) outs(%V_s_e : tensor<4xf64>) {
+  ^bb0(%V_s_x: f64, %V_s_y: f64, %V_s_o: f64):
+    %V_s_p0 = arith.constant 1.25 : f64
+    %V_s_i0 = linalg.index 0 : index
+    %V_s_l0 = arith.index_cast %V_s_i0 : index to i64
+    %V_s_f0 = arith.sitofp %V_s_l0 : i64 to f64
+    %V_s_c0 = arith.constant 1.3 : f64
+    %V_s_m0 = arith.mulf %V_s_f0, %V_s_c0 : f64
+    %V_s_p1 = arith.addf %V_s_p0, %V_s_m0 : f64
+    %V_s_s = math.sin %V_s_p1 : f64
+    %V_s_k = math.cos %V_s_p1 : f64
+    %V_s_u = arith.mulf %V_s_x, %V_s_s : f64
+    %V_s_v = arith.mulf %V_s_y, %V_s_k : f64
+    %V_s_w = arith.addf %V_s_u, %V_s_v : f64
+    linalg.yield %V_s_w : f64
+  } -> tensor<4xf64>
+  %V_de = tensor.empty(%n4) : tensor<?xf64>
+  %V = linalg.copy ins(%V_s : tensor<4xf64>) outs(%V_de : tensor<?xf64>) -> tensor<?xf64>
+  %O1_z0 = arith.constant 0.0 : f64
+  %O1_ze = tensor.empty(%n4, %n3) : tensor<?x?xf64>
+  %O1 = linalg.fill ins(%O1_z0 : f64) outs(%O1_ze : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %O2_z0 = arith.constant 0.0 : f64
+  %O2_ze = tensor.empty(%n3, %n4) : tensor<?x?xf64>
+  %O2 = linalg.fill ins(%O2_z0 : f64) outs(%O2_ze : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %O3_z0 = arith.constant 0.0 : f64
+  %O3_ze = tensor.empty(%n3, %n4) : tensor<?x?xf64>
+  %O3 = linalg.fill ins(%O3_z0 : f64) outs(%O3_ze : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %T = linalg.transpose ins(%A : tensor<?x?xf64>) outs(%O1 : tensor<?x?xf64>) permutation = [1, 0]
+  %Bc = linalg.broadcast ins(%V : tensor<?xf64>) outs(%O2 : tensor<?x?xf64>) dimensions = [0]
+  %Tt = linalg.transpose ins(%T : tensor<?x?xf64>) outs(%O3 : tensor<?x?xf64>) permutation = [1, 0]
+  %C = linalg.map ins(%Tt, %Bc : tensor<?x?xf64>, tensor<?x?xf64>) outs(%O2 : tensor<?x?xf64>)
+    (%m_x: f64, %m_y: f64, %m_o: f64) {
+      %m_p = arith.mulf %m_x, %m_y : f64
+      %m_t = math.tanh %m_p : f64
+      linalg.yield %m_t : f64
+    }
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<?x?xf64>) outs(%l_init : tensor<f64>) dimensions = [0, 1]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @check_dyn_transpose_broadcast_map(%point: i64, %p0: f64, %p1: f64) {
+  %x0 = arith.truncf %p0 : f64 to f32
+  %e0 = arith.extf %x0 : f32 to f64
+  %x1 = arith.truncf %p1 : f64 to f32
+  %e1 = arith.extf %x1 : f32 to f64
+  %g0, %g1 = ad.grad @case_dyn_transpose_broadcast_map(%x0, %x1) : (f32, f32) -> (f32, f32)
+  %tol = arith.constant 1.000000e-05 : f64
+  %gw0 = arith.extf %g0 : f32 to f64
+  %xp0, %xm0 = func.call @step(%e0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_dyn_transpose_broadcast_map_ref(%xp0, %e1) : (f64, f64) -> f64
+  %fm0 = func.call @case_dyn_transpose_broadcast_map_ref(%xm0, %e1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "dyn_transpose_broadcast_map p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%gw0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %gw1 = arith.extf %g1 : f32 to f64
+  %xp1, %xm1 = func.call @step(%e1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_dyn_transpose_broadcast_map_ref(%e0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_dyn_transpose_broadcast_map_ref(%e0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "dyn_transpose_broadcast_map p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%gw1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
+func.func @case_dyn_reduce_max(%a: f32, %b: f32) -> f32 {
+  %n_z = arith.subf %a, %a : f32
+  %n3_c = arith.constant 3.0 : f32
+  %n3_f = arith.addf %n_z, %n3_c : f32
+  %n3_i = arith.fptosi %n3_f : f32 to i64
+  %n3 = arith.index_cast %n3_i : i64 to index
+  %n4_c = arith.constant 4.0 : f32
+  %n4_f = arith.addf %n_z, %n4_c : f32
+  %n4_i = arith.fptosi %n4_f : f32 to i64
+  %n4 = arith.index_cast %n4_i : i64 to index
+  %A_s_e = tensor.empty() : tensor<3x4xf32>
+  %A_s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f32, f32) outs(%A_s_e : tensor<3x4xf32>) {
+  ^bb0(%A_s_x: f32, %A_s_y: f32, %A_s_o: f32):
+    %A_s_p0 = arith.constant 0.25 : f32
+    %A_s_i0 = linalg.index 0 : index
+    %A_s_l0 = arith.index_cast %A_s_i0 : index to i64
+    %A_s_f0 = arith.sitofp %A_s_l0 : i64 to f32
+    %A_s_c0 = arith.constant 1.3 : f32
+    %A_s_m0 = arith.mulf %A_s_f0, %A_s_c0 : f32
+    %A_s_p1 = arith.addf %A_s_p0, %A_s_m0 : f32
+    %A_s_i1 = linalg.index 1 : index
+    %A_s_l1 = arith.index_cast %A_s_i1 : index to i64
+    %A_s_f1 = arith.sitofp %A_s_l1 : i64 to f32
+    %A_s_c1 = arith.constant 1.9 : f32
+    %A_s_m1 = arith.mulf %A_s_f1, %A_s_c1 : f32
+    %A_s_p2 = arith.addf %A_s_p1, %A_s_m1 : f32
+    %A_s_s = math.sin %A_s_p2 : f32
+    %A_s_k = math.cos %A_s_p2 : f32
+    %A_s_u = arith.mulf %A_s_x, %A_s_s : f32
+    %A_s_v = arith.mulf %A_s_y, %A_s_k : f32
+    %A_s_w = arith.addf %A_s_u, %A_s_v : f32
+    linalg.yield %A_s_w : f32
+  } -> tensor<3x4xf32>
+  %A_de = tensor.empty(%n3, %n4) : tensor<?x?xf32>
+  %A = linalg.copy ins(%A_s : tensor<3x4xf32>) outs(%A_de : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %B_s_e = tensor.empty() : tensor<3xf32>
+  %B_s = linalg.generic {indexing_maps = [affine_map<(d0) -> ()>, affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%b, %a : f32, f32) outs(%B_s_e : tensor<3xf32>) {
+  ^bb0(%B_s_x: f32, %B_s_y: f32, %B_s_o: f32):
+    %B_s_p0 = arith.constant 1.25 : f32
+    %B_s_i0 = linalg.index 0 : index
+    %B_s_l0 = arith.index_cast %B_s_i0 : index to i64
+    %B_s_f0 = arith.sitofp %B_s_l0 : i64 to f32
+    %B_s_c0 = arith.constant 1.3 : f32
+    %B_s_m0 = arith.mulf %B_s_f0, %B_s_c0 : f32
+    %B_s_p1 = arith.addf %B_s_p0, %B_s_m0 : f32
+    %B_s_s = math.sin %B_s_p1 : f32
+    %B_s_k = math.cos %B_s_p1 : f32
+    %B_s_u = arith.mulf %B_s_x, %B_s_s : f32
+    %B_s_v = arith.mulf %B_s_y, %B_s_k : f32
+    %B_s_w = arith.addf %B_s_u, %B_s_v : f32
+    linalg.yield %B_s_w : f32
+  } -> tensor<3xf32>
+  %B_de = tensor.empty(%n3) : tensor<?xf32>
+  %B = linalg.copy ins(%B_s : tensor<3xf32>) outs(%B_de : tensor<?xf32>) -> tensor<?xf32>
+  %C = linalg.reduce ins(%A : tensor<?x?xf32>) outs(%B : tensor<?xf32>) dimensions = [1]
+    (%r_in: f32, %r_acc: f32) {
+      %r_m = arith.maximumf %r_in, %r_acc : f32
+      linalg.yield %r_m : f32
+    }
+  %l_zero = arith.constant 0.0 : f32
+  %l_e = tensor.empty() : tensor<f32>
+  %l_init = linalg.fill ins(%l_zero : f32) outs(%l_e : tensor<f32>) -> tensor<f32>
+  %l_sum = linalg.reduce ins(%C : tensor<?xf32>) outs(%l_init : tensor<f32>) dimensions = [0]
+    (%l_in: f32, %l_acc: f32) {
+      %l_third = arith.constant 0.3333 : f32
+      %l_s = math.sin %l_in : f32
+      %l_q = arith.mulf %l_in, %l_in : f32
+      %l_q3 = arith.mulf %l_q, %l_third : f32
+      %l_v = arith.addf %l_s, %l_q3 : f32
+      %l_n = arith.addf %l_acc, %l_v : f32
+      linalg.yield %l_n : f32
+    }
+  %r = tensor.extract %l_sum[] : tensor<f32>
+  return %r : f32
+}
+
+func.func @case_dyn_reduce_max_ref(%a: f64, %b: f64) -> f64 {
+  %n_z = arith.subf %a, %a : f64
+  %n3_c = arith.constant 3.0 : f64
+  %n3_f = arith.addf %n_z, %n3_c : f64
+  %n3_i = arith.fptosi %n3_f : f64 to i64
+  %n3 = arith.index_cast %n3_i : i64 to index
+  %n4_c = arith.constant 4.0 : f64
+  %n4_f = arith.addf %n_z, %n4_c : f64
+  %n4_i = arith.fptosi %n4_f : f64 to i64
+  %n4 = arith.index_cast %n4_i : i64 to index
+  %A_s_e = tensor.empty() : tensor<3x4xf64>
+  %A_s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%A_s_e : tensor<3x4xf64>) {
+  ^bb0(%A_s_x: f64, %A_s_y: f64, %A_s_o: f64):
+    %A_s_p0 = arith.constant 0.25 : f64
+    %A_s_i0 = linalg.index 0 : index
+    %A_s_l0 = arith.index_cast %A_s_i0 : index to i64
+    %A_s_f0 = arith.sitofp %A_s_l0 : i64 to f64
+    %A_s_c0 = arith.constant 1.3 : f64
+    %A_s_m0 = arith.mulf %A_s_f0, %A_s_c0 : f64
+    %A_s_p1 = arith.addf %A_s_p0, %A_s_m0 : f64
+    %A_s_i1 = linalg.index 1 : index
+    %A_s_l1 = arith.index_cast %A_s_i1 : index to i64
+    %A_s_f1 = arith.sitofp %A_s_l1 : i64 to f64
+    %A_s_c1 = arith.constant 1.9 : f64
+    %A_s_m1 = arith.mulf %A_s_f1, %A_s_c1 : f64
+    %A_s_p2 = arith.addf %A_s_p1, %A_s_m1 : f64
+    %A_s_s = math.sin %A_s_p2 : f64
+    %A_s_k = math.cos %A_s_p2 : f64
+    %A_s_u = arith.mulf %A_s_x, %A_s_s : f64
+    %A_s_v = arith.mulf %A_s_y, %A_s_k : f64
+    %A_s_w = arith.addf %A_s_u, %A_s_v : f64
+    linalg.yield %A_s_w : f64
+  } -> tensor<3x4xf64>
+  %A_de = tensor.empty(%n3, %n4) : tensor<?x?xf64>
+  %A = linalg.copy ins(%A_s : tensor<3x4xf64>) outs(%A_de : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %B_s_e = tensor.empty() : tensor<3xf64>
+  %B_s = linalg.generic {indexing_maps = [affine_map<(d0) -> ()>, affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%b, %a : f64, f64) outs(%B_s_e : tensor<3xf64>) {
+  ^bb0(%B_s_x: f64, %B_s_y: f64, %B_s_o: f64):
+    %B_s_p0 = arith.constant 1.25 : f64
+    %B_s_i0 = linalg.index 0 : index
+    %B_s_l0 = arith.index_cast %B_s_i0 : index to i64
+    %B_s_f0 = arith.sitofp %B_s_l0 : i64 to f64
+    %B_s_c0 = arith.constant 1.3 : f64
+    %B_s_m0 = arith.mulf %B_s_f0, %B_s_c0 : f64
+    %B_s_p1 = arith.addf %B_s_p0, %B_s_m0 : f64
+    %B_s_s = math.sin %B_s_p1 : f64
+    %B_s_k = math.cos %B_s_p1 : f64
+    %B_s_u = arith.mulf %B_s_x, %B_s_s : f64
+    %B_s_v = arith.mulf %B_s_y, %B_s_k : f64
+    %B_s_w = arith.addf %B_s_u, %B_s_v : f64
+    linalg.yield %B_s_w : f64
+  } -> tensor<3xf64>
+  %B_de = tensor.empty(%n3) : tensor<?xf64>
+  %B = linalg.copy ins(%B_s : tensor<3xf64>) outs(%B_de : tensor<?xf64>) -> tensor<?xf64>
+  %C = linalg.reduce ins(%A : tensor<?x?xf64>) outs(%B : tensor<?xf64>) dimensions = [1]
+    (%r_in: f64, %r_acc: f64) {
+      %r_m = arith.maximumf %r_in, %r_acc : f64
+      linalg.yield %r_m : f64
+    }
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<?xf64>) outs(%l_init : tensor<f64>) dimensions = [0]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @check_dyn_reduce_max(%point: i64, %p0: f64, %p1: f64) {
+  %x0 = arith.truncf %p0 : f64 to f32
+  %e0 = arith.extf %x0 : f32 to f64
+  %x1 = arith.truncf %p1 : f64 to f32
+  %e1 = arith.extf %x1 : f32 to f64
+  %g0, %g1 = ad.grad @case_dyn_reduce_max(%x0, %x1) : (f32, f32) -> (f32, f32)
+  %tol = arith.constant 1.000000e-05 : f64
+  %gw0 = arith.extf %g0 : f32 to f64
+  %xp0, %xm0 = func.call @step(%e0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_dyn_reduce_max_ref(%xp0, %e1) : (f64, f64) -> f64
+  %fm0 = func.call @case_dyn_reduce_max_ref(%xm0, %e1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "dyn_reduce_max p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%gw0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %gw1 = arith.extf %g1 : f32 to f64
+  %xp1, %xm1 = func.call @step(%e1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_dyn_reduce_max_ref(%e0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_dyn_reduce_max_ref(%e0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "dyn_reduce_max p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%gw1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
+func.func @case_dyn_conv_pool(%a: f32, %b: f32) -> f32 {
+  %n_z = arith.subf %a, %a : f32
+  %n1_c = arith.constant 1.0 : f32
+  %n1_f = arith.addf %n_z, %n1_c : f32
+  %n1_i = arith.fptosi %n1_f : f32 to i64
+  %n1 = arith.index_cast %n1_i : i64 to index
+  %n2_c = arith.constant 2.0 : f32
+  %n2_f = arith.addf %n_z, %n2_c : f32
+  %n2_i = arith.fptosi %n2_f : f32 to i64
+  %n2 = arith.index_cast %n2_i : i64 to index
+  %n3_c = arith.constant 3.0 : f32
+  %n3_f = arith.addf %n_z, %n3_c : f32
+  %n3_i = arith.fptosi %n3_f : f32 to i64
+  %n3 = arith.index_cast %n3_i : i64 to index
+  %n5_c = arith.constant 5.0 : f32
+  %n5_f = arith.addf %n_z, %n5_c : f32
+  %n5_i = arith.fptosi %n5_f : f32 to i64
+  %n5 = arith.index_cast %n5_i : i64 to index
+  %I_s_e = tensor.empty() : tensor<1x5x5x2xf32>
+  %I_s = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> ()>, affine_map<(d0, d1, d2, d3) -> ()>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%a, %b : f32, f32) outs(%I_s_e : tensor<1x5x5x2xf32>) {
+  ^bb0(%I_s_x: f32, %I_s_y: f32, %I_s_o: f32):
+    %I_s_p0 = arith.constant 0.25 : f32
+    %I_s_i0 = linalg.index 0 : index
+    %I_s_l0 = arith.index_cast %I_s_i0 : index to i64
+    %I_s_f0 = arith.sitofp %I_s_l0 : i64 to f32
+    %I_s_c0 = arith.constant 1.3 : f32
+    %I_s_m0 = arith.mulf %I_s_f0, %I_s_c0 : f32
+    %I_s_p1 = arith.addf %I_s_p0, %I_s_m0 : f32
+    %I_s_i1 = linalg.index 1 : index
+    %I_s_l1 = arith.index_cast %I_s_i1 : index to i64
+    %I_s_f1 = arith.sitofp %I_s_l1 : i64 to f32
+    %I_s_c1 = arith.constant 1.9 : f32
+    %I_s_m1 = arith.mulf %I_s_f1, %I_s_c1 : f32
+    %I_s_p2 = arith.addf %I_s_p1, %I_s_m1 : f32
+    %I_s_i2 = linalg.index 2 : index
+    %I_s_l2 = arith.index_cast %I_s_i2 : index to i64
+    %I_s_f2 = arith.sitofp %I_s_l2 : i64 to f32
+    %I_s_c2 = arith.constant 2.5 : f32
+    %I_s_m2 = arith.mulf %I_s_f2, %I_s_c2 : f32
+    %I_s_p3 = arith.addf %I_s_p2, %I_s_m2 : f32
+    %I_s_i3 = linalg.index 3 : index
+    %I_s_l3 = arith.index_cast %I_s_i3 : index to i64
+    %I_s_f3 = arith.sitofp %I_s_l3 : i64 to f32
+    %I_s_c3 = arith.constant 3.0999999999999996 : f32
+    %I_s_m3 = arith.mulf %I_s_f3, %I_s_c3 : f32
+    %I_s_p4 = arith.addf %I_s_p3, %I_s_m3 : f32
+    %I_s_s = math.sin %I_s_p4 : f32
+    %I_s_k = math.cos %I_s_p4 : f32
+    %I_s_u = arith.mulf %I_s_x, %I_s_s : f32
+    %I_s_v = arith.mulf %I_s_y, %I_s_k : f32
+    %I_s_w = arith.addf %I_s_u, %I_s_v : f32
+    linalg.yield %I_s_w : f32
+  } -> tensor<1x5x5x2xf32>
+  %I_de = tensor.empty(%n1, %n5, %n5, %n2) : tensor<?x?x?x?xf32>
+  %I = linalg.copy ins(%I_s : tensor<1x5x5x2xf32>) outs(%I_de : tensor<?x?x?x?xf32>) -> tensor<?x?x?x?xf32>
+  %F_s_e = tensor.empty() : tensor<3x3x2x2xf32>
+  %F_s = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> ()>, affine_map<(d0, d1, d2, d3) -> ()>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%b, %a : f32, f32) outs(%F_s_e : tensor<3x3x2x2xf32>) {
+  ^bb0(%F_s_x: f32, %F_s_y: f32, %F_s_o: f32):
+    %F_s_p0 = arith.constant 1.25 : f32
+    %F_s_i0 = linalg.index 0 : index
+    %F_s_l0 = arith.index_cast %F_s_i0 : index to i64
+    %F_s_f0 = arith.sitofp %F_s_l0 : i64 to f32
+    %F_s_c0 = arith.constant 1.3 : f32
+    %F_s_m0 = arith.mulf %F_s_f0, %F_s_c0 : f32
+    %F_s_p1 = arith.addf %F_s_p0, %F_s_m0 : f32
+    %F_s_i1 = linalg.index 1 : index
+    %F_s_l1 = arith.index_cast %F_s_i1 : index to i64
+    %F_s_f1 = arith.sitofp %F_s_l1 : i64 to f32
+    %F_s_c1 = arith.constant 1.9 : f32
+    %F_s_m1 = arith.mulf %F_s_f1, %F_s_c1 : f32
+    %F_s_p2 = arith.addf %F_s_p1, %F_s_m1 : f32
+    %F_s_i2 = linalg.index 2 : index
+    %F_s_l2 = arith.index_cast %F_s_i2 : index to i64
+    %F_s_f2 = arith.sitofp %F_s_l2 : i64 to f32
+    %F_s_c2 = arith.constant 2.5 : f32
+    %F_s_m2 = arith.mulf %F_s_f2, %F_s_c2 : f32
+    %F_s_p3 = arith.addf %F_s_p2, %F_s_m2 : f32
+    %F_s_i3 = linalg.index 3 : index
+    %F_s_l3 = arith.index_cast %F_s_i3 : index to i64
+    %F_s_f3 = arith.sitofp %F_s_l3 : i64 to f32
+    %F_s_c3 = arith.constant 3.0999999999999996 : f32
+    %F_s_m3 = arith.mulf %F_s_f3, %F_s_c3 : f32
+    %F_s_p4 = arith.addf %F_s_p3, %F_s_m3 : f32
+    %F_s_s = math.sin %F_s_p4 : f32
+    %F_s_k = math.cos %F_s_p4 : f32
+    %F_s_u = arith.mulf %F_s_x, %F_s_s : f32
+    %F_s_v = arith.mulf %F_s_y, %F_s_k : f32
+    %F_s_w = arith.addf %F_s_u, %F_s_v : f32
+    linalg.yield %F_s_w : f32
+  } -> tensor<3x3x2x2xf32>
+  %F_de = tensor.empty(%n3, %n3, %n2, %n2) : tensor<?x?x?x?xf32>
+  %F = linalg.copy ins(%F_s : tensor<3x3x2x2xf32>) outs(%F_de : tensor<?x?x?x?xf32>) -> tensor<?x?x?x?xf32>
+  %O_z0 = arith.constant 0.0 : f32
+  %O_ze = tensor.empty(%n1, %n3, %n3, %n2) : tensor<?x?x?x?xf32>
+  %O = linalg.fill ins(%O_z0 : f32) outs(%O_ze : tensor<?x?x?x?xf32>) -> tensor<?x?x?x?xf32>
+  %S_z0 = arith.constant 0.0 : f32
+  %S_ze = tensor.empty(%n1, %n2, %n2, %n2) : tensor<?x?x?x?xf32>
+  %S = linalg.fill ins(%S_z0 : f32) outs(%S_ze : tensor<?x?x?x?xf32>) -> tensor<?x?x?x?xf32>
+  %W = tensor.empty(%n2, %n2) : tensor<?x?xf32>
+  %low = arith.constant -1.0e30 : f32
+  %Me = tensor.empty(%n1, %n2, %n2, %n2) : tensor<?x?x?x?xf32>
+  %M0 = linalg.fill ins(%low : f32) outs(%Me : tensor<?x?x?x?xf32>) -> tensor<?x?x?x?xf32>
+  %Cv = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%I, %F : tensor<?x?x?x?xf32>, tensor<?x?x?x?xf32>) outs(%O : tensor<?x?x?x?xf32>) -> tensor<?x?x?x?xf32>
+  %Ps = linalg.pooling_nhwc_sum {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%Cv, %W : tensor<?x?x?x?xf32>, tensor<?x?xf32>) outs(%S : tensor<?x?x?x?xf32>) -> tensor<?x?x?x?xf32>
+  %Pm = linalg.pooling_nhwc_max {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%Cv, %W : tensor<?x?x?x?xf32>, tensor<?x?xf32>) outs(%M0 : tensor<?x?x?x?xf32>) -> tensor<?x?x?x?xf32>
+  %C = arith.mulf %Ps, %Pm : tensor<?x?x?x?xf32>
+  %l_zero = arith.constant 0.0 : f32
+  %l_e = tensor.empty() : tensor<f32>
+  %l_init = linalg.fill ins(%l_zero : f32) outs(%l_e : tensor<f32>) -> tensor<f32>
+  %l_sum = linalg.reduce ins(%C : tensor<?x?x?x?xf32>) outs(%l_init : tensor<f32>) dimensions = [0, 1, 2, 3]
+    (%l_in: f32, %l_acc: f32) {
+      %l_third = arith.constant 0.3333 : f32
+      %l_s = math.sin %l_in : f32
+      %l_q = arith.mulf %l_in, %l_in : f32
+      %l_q3 = arith.mulf %l_q, %l_third : f32
+      %l_v = arith.addf %l_s, %l_q3 : f32
+      %l_n = arith.addf %l_acc, %l_v : f32
+      linalg.yield %l_n : f32
+    }
+  %r = tensor.extract %l_sum[] : tensor<f32>
+  return %r : f32
+}
+
+func.func @case_dyn_conv_pool_ref(%a: f64, %b: f64) -> f64 {
+  %n_z = arith.subf %a, %a : f64
+  %n1_c = arith.constant 1.0 : f64
+  %n1_f = arith.addf %n_z, %n1_c : f64
+  %n1_i = arith.fptosi %n1_f : f64 to i64
+  %n1 = arith.index_cast %n1_i : i64 to index
+  %n2_c = arith.constant 2.0 : f64
+  %n2_f = arith.addf %n_z, %n2_c : f64
+  %n2_i = arith.fptosi %n2_f : f64 to i64
+  %n2 = arith.index_cast %n2_i : i64 to index
+  %n3_c = arith.constant 3.0 : f64
+  %n3_f = arith.addf %n_z, %n3_c : f64
+  %n3_i = arith.fptosi %n3_f : f64 to i64
+  %n3 = arith.index_cast %n3_i : i64 to index
+  %n5_c = arith.constant 5.0 : f64
+  %n5_f = arith.addf %n_z, %n5_c : f64
+  %n5_i = arith.fptosi %n5_f : f64 to i64
+  %n5 = arith.index_cast %n5_i : i64 to index
+  %I_s_e = tensor.empty() : tensor<1x5x5x2xf64>
+  %I_s = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> ()>, affine_map<(d0, d1, d2, d3) -> ()>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%I_s_e : tensor<1x5x5x2xf64>) {
+  ^bb0(%I_s_x: f64, %I_s_y: f64, %I_s_o: f64):
+    %I_s_p0 = arith.constant 0.25 : f64
+    %I_s_i0 = linalg.index 0 : index
+    %I_s_l0 = arith.index_cast %I_s_i0 : index to i64
+    %I_s_f0 = arith.sitofp %I_s_l0 : i64 to f64
+    %I_s_c0 = arith.constant 1.3 : f64
+    %I_s_m0 = arith.mulf %I_s_f0, %I_s_c0 : f64
+    %I_s_p1 = arith.addf %I_s_p0, %I_s_m0 : f64
+    %I_s_i1 = linalg.index 1 : index
+    %I_s_l1 = arith.index_cast %I_s_i1 : index to i64
+    %I_s_f1 = arith.sitofp %I_s_l1 : i64 to f64
+    %I_s_c1 = arith.constant 1.9 : f64
+    %I_s_m1 = arith.mulf %I_s_f1, %I_s_c1 : f64
+    %I_s_p2 = arith.addf %I_s_p1, %I_s_m1 : f64
+    %I_s_i2 = linalg.index 2 : index
+    %I_s_l2 = arith.index_cast %I_s_i2 : index to i64
+    %I_s_f2 = arith.sitofp %I_s_l2 : i64 to f64
+    %I_s_c2 = arith.constant 2.5 : f64
+    %I_s_m2 = arith.mulf %I_s_f2, %I_s_c2 : f64
+    %I_s_p3 = arith.addf %I_s_p2, %I_s_m2 : f64
+    %I_s_i3 = linalg.index 3 : index
+    %I_s_l3 = arith.index_cast %I_s_i3 : index to i64
+    %I_s_f3 = arith.sitofp %I_s_l3 : i64 to f64
+    %I_s_c3 = arith.constant 3.0999999999999996 : f64
+    %I_s_m3 = arith.mulf %I_s_f3, %I_s_c3 : f64
+    %I_s_p4 = arith.addf %I_s_p3, %I_s_m3 : f64
+    %I_s_s = math.sin %I_s_p4 : f64
+    %I_s_k = math.cos %I_s_p4 : f64
+    %I_s_u = arith.mulf %I_s_x, %I_s_s : f64
+    %I_s_v = arith.mulf %I_s_y, %I_s_k : f64
+    %I_s_w = arith.addf %I_s_u, %I_s_v : f64
+    linalg.yield %I_s_w : f64
+  } -> tensor<1x5x5x2xf64>
+  %I_de = tensor.empty(%n1, %n5, %n5, %n2) : tensor<?x?x?x?xf64>
+  %I = linalg.copy ins(%I_s : tensor<1x5x5x2xf64>) outs(%I_de : tensor<?x?x?x?xf64>) -> tensor<?x?x?x?xf64>
+  %F_s_e = tensor.empty() : tensor<3x3x2x2xf64>
+  %F_s = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> ()>, affine_map<(d0, d1, d2, d3) -> ()>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%b, %a : f64, f64) outs(%F_s_e : tensor<3x3x2x2xf64>) {
+  ^bb0(%F_s_x: f64, %F_s_y: f64, %F_s_o: f64):
+    %F_s_p0 = arith.constant 1.25 : f64
+    %F_s_i0 = linalg.index 0 : index
+    %F_s_l0 = arith.index_cast %F_s_i0 : index to i64
+    %F_s_f0 = arith.sitofp %F_s_l0 : i64 to f64
+    %F_s_c0 = arith.constant 1.3 : f64
+    %F_s_m0 = arith.mulf %F_s_f0, %F_s_c0 : f64
+    %F_s_p1 = arith.addf %F_s_p0, %F_s_m0 : f64
+    %F_s_i1 = linalg.index 1 : index
+    %F_s_l1 = arith.index_cast %F_s_i1 : index to i64
+    %F_s_f1 = arith.sitofp %F_s_l1 : i64 to f64
+    %F_s_c1 = arith.constant 1.9 : f64
+    %F_s_m1 = arith.mulf %F_s_f1, %F_s_c1 : f64
+    %F_s_p2 = arith.addf %F_s_p1, %F_s_m1 : f64
+    %F_s_i2 = linalg.index 2 : index
+    %F_s_l2 = arith.index_cast %F_s_i2 : index to i64
+    %F_s_f2 = arith.sitofp %F_s_l2 : i64 to f64
+    %F_s_c2 = arith.constant 2.5 : f64
+    %F_s_m2 = arith.mulf %F_s_f2, %F_s_c2 : f64
+    %F_s_p3 = arith.addf %F_s_p2, %F_s_m2 : f64
+    %F_s_i3 = linalg.index 3 : index
+    %F_s_l3 = arith.index_cast %F_s_i3 : index to i64
+    %F_s_f3 = arith.sitofp %F_s_l3 : i64 to f64
+    %F_s_c3 = arith.constant 3.0999999999999996 : f64
+    %F_s_m3 = arith.mulf %F_s_f3, %F_s_c3 : f64
+    %F_s_p4 = arith.addf %F_s_p3, %F_s_m3 : f64
+    %F_s_s = math.sin %F_s_p4 : f64
+    %F_s_k = math.cos %F_s_p4 : f64
+    %F_s_u = arith.mulf %F_s_x, %F_s_s : f64
+    %F_s_v = arith.mulf %F_s_y, %F_s_k : f64
+    %F_s_w = arith.addf %F_s_u, %F_s_v : f64
+    linalg.yield %F_s_w : f64
+  } -> tensor<3x3x2x2xf64>
+  %F_de = tensor.empty(%n3, %n3, %n2, %n2) : tensor<?x?x?x?xf64>
+  %F = linalg.copy ins(%F_s : tensor<3x3x2x2xf64>) outs(%F_de : tensor<?x?x?x?xf64>) -> tensor<?x?x?x?xf64>
+  %O_z0 = arith.constant 0.0 : f64
+  %O_ze = tensor.empty(%n1, %n3, %n3, %n2) : tensor<?x?x?x?xf64>
+  %O = linalg.fill ins(%O_z0 : f64) outs(%O_ze : tensor<?x?x?x?xf64>) -> tensor<?x?x?x?xf64>
+  %S_z0 = arith.constant 0.0 : f64
+  %S_ze = tensor.empty(%n1, %n2, %n2, %n2) : tensor<?x?x?x?xf64>
+  %S = linalg.fill ins(%S_z0 : f64) outs(%S_ze : tensor<?x?x?x?xf64>) -> tensor<?x?x?x?xf64>
+  %W = tensor.empty(%n2, %n2) : tensor<?x?xf64>
+  %low = arith.constant -1.0e30 : f64
+  %Me = tensor.empty(%n1, %n2, %n2, %n2) : tensor<?x?x?x?xf64>
+  %M0 = linalg.fill ins(%low : f64) outs(%Me : tensor<?x?x?x?xf64>) -> tensor<?x?x?x?xf64>
+  %Cv = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%I, %F : tensor<?x?x?x?xf64>, tensor<?x?x?x?xf64>) outs(%O : tensor<?x?x?x?xf64>) -> tensor<?x?x?x?xf64>
+  %Ps = linalg.pooling_nhwc_sum {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%Cv, %W : tensor<?x?x?x?xf64>, tensor<?x?xf64>) outs(%S : tensor<?x?x?x?xf64>) -> tensor<?x?x?x?xf64>
+  %Pm = linalg.pooling_nhwc_max {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%Cv, %W : tensor<?x?x?x?xf64>, tensor<?x?xf64>) outs(%M0 : tensor<?x?x?x?xf64>) -> tensor<?x?x?x?xf64>
+  %C = arith.mulf %Ps, %Pm : tensor<?x?x?x?xf64>
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<?x?x?x?xf64>) outs(%l_init : tensor<f64>) dimensions = [0, 1, 2, 3]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @check_dyn_conv_pool(%point: i64, %p0: f64, %p1: f64) {
+  %x0 = arith.truncf %p0 : f64 to f32
+  %e0 = arith.extf %x0 : f32 to f64
+  %x1 = arith.truncf %p1 : f64 to f32
+  %e1 = arith.extf %x1 : f32 to f64
+  %g0, %g1 = ad.grad @case_dyn_conv_pool(%x0, %x1) : (f32, f32) -> (f32, f32)
+  %tol = arith.constant 1.000000e-05 : f64
+  %gw0 = arith.extf %g0 : f32 to f64
+  %xp0, %xm0 = func.call @step(%e0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_dyn_conv_pool_ref(%xp0, %e1) : (f64, f64) -> f64
+  %fm0 = func.call @case_dyn_conv_pool_ref(%xm0, %e1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "dyn_conv_pool p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%gw0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %gw1 = arith.extf %g1 : f32 to f64
+  %xp1, %xm1 = func.call @step(%e1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_dyn_conv_pool_ref(%e0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_dyn_conv_pool_ref(%e0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "dyn_conv_pool p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%gw1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
+func.func @case_dyn_slices_extract_insert(%a: f32, %b: f32) -> f32 {
+  %n_z = arith.subf %a, %a : f32
+  %n0_c = arith.constant 0.0 : f32
+  %n0_f = arith.addf %n_z, %n0_c : f32
+  %n0_i = arith.fptosi %n0_f : f32 to i64
+  %n0 = arith.index_cast %n0_i : i64 to index
+  %n1_c = arith.constant 1.0 : f32
+  %n1_f = arith.addf %n_z, %n1_c : f32
+  %n1_i = arith.fptosi %n1_f : f32 to i64
+  %n1 = arith.index_cast %n1_i : i64 to index
+  %n2_c = arith.constant 2.0 : f32
+  %n2_f = arith.addf %n_z, %n2_c : f32
+  %n2_i = arith.fptosi %n2_f : f32 to i64
+  %n2 = arith.index_cast %n2_i : i64 to index
+  %n3_c = arith.constant 3.0 : f32
+  %n3_f = arith.addf %n_z, %n3_c : f32
+  %n3_i = arith.fptosi %n3_f : f32 to i64
+  %n3 = arith.index_cast %n3_i : i64 to index
+  %n4_c = arith.constant 4.0 : f32
+  %n4_f = arith.addf %n_z, %n4_c : f32
+  %n4_i = arith.fptosi %n4_f : f32 to i64
+  %n4 = arith.index_cast %n4_i : i64 to index
+  %n5_c = arith.constant 5.0 : f32
+  %n5_f = arith.addf %n_z, %n5_c : f32
+  %n5_i = arith.fptosi %n5_f : f32 to i64
+  %n5 = arith.index_cast %n5_i : i64 to index
+  %A_s_e = tensor.empty() : tensor<4x5xf32>
+  %A_s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f32, f32) outs(%A_s_e : tensor<4x5xf32>) {
+  ^bb0(%A_s_x: f32, %A_s_y: f32, %A_s_o: f32):
+    %A_s_p0 = arith.constant 0.25 : f32
+    %A_s_i0 = linalg.index 0 : index
+    %A_s_l0 = arith.index_cast %A_s_i0 : index to i64
+    %A_s_f0 = arith.sitofp %A_s_l0 : i64 to f32
+    %A_s_c0 = arith.constant 1.3 : f32
+    %A_s_m0 = arith.mulf %A_s_f0, %A_s_c0 : f32
+    %A_s_p1 = arith.addf %A_s_p0, %A_s_m0 : f32
+    %A_s_i1 = linalg.index 1 : index
+    %A_s_l1 = arith.index_cast %A_s_i1 : index to i64
+    %A_s_f1 = arith.sitofp %A_s_l1 : i64 to f32
+    %A_s_c1 = arith.constant 1.9 : f32
+    %A_s_m1 = arith.mulf %A_s_f1, %A_s_c1 : f32
+    %A_s_p2 = arith.addf %A_s_p1, %A_s_m1 : f32
+    %A_s_s = math.sin %A_s_p2 : f32
+    %A_s_k = math.cos %A_s_p2 : f32
+    %A_s_u = arith.mulf %A_s_x, %A_s_s : f32
+    %A_s_v = arith.mulf %A_s_y, %A_s_k : f32
+    %A_s_w = arith.addf %A_s_u, %A_s_v : f32
+    linalg.yield %A_s_w : f32
+  } -> tensor<4x5xf32>
+  %A_de = tensor.empty(%n4, %n5) : tensor<?x?xf32>
+  %A = linalg.copy ins(%A_s : tensor<4x5xf32>) outs(%A_de : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %B_s_e = tensor.empty() : tensor<2x3xf32>
+  %B_s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%b, %a : f32, f32) outs(%B_s_e : tensor<2x3xf32>) {
+  ^bb0(%B_s_x: f32, %B_s_y: f32, %B_s_o: f32):
+    %B_s_p0 = arith.constant 1.25 : f32
+    %B_s_i0 = linalg.index 0 : index
+    %B_s_l0 = arith.index_cast %B_s_i0 : index to i64
+    %B_s_f0 = arith.sitofp %B_s_l0 : i64 to f32
+    %B_s_c0 = arith.constant 1.3 : f32
+    %B_s_m0 = arith.mulf %B_s_f0, %B_s_c0 : f32
+    %B_s_p1 = arith.addf %B_s_p0, %B_s_m0 : f32
+    %B_s_i1 = linalg.index 1 : index
+    %B_s_l1 = arith.index_cast %B_s_i1 : index to i64
+    %B_s_f1 = arith.sitofp %B_s_l1 : i64 to f32
+    %B_s_c1 = arith.constant 1.9 : f32
+    %B_s_m1 = arith.mulf %B_s_f1, %B_s_c1 : f32
+    %B_s_p2 = arith.addf %B_s_p1, %B_s_m1 : f32
+    %B_s_s = math.sin %B_s_p2 : f32
+    %B_s_k = math.cos %B_s_p2 : f32
+    %B_s_u = arith.mulf %B_s_x, %B_s_s : f32
+    %B_s_v = arith.mulf %B_s_y, %B_s_k : f32
+    %B_s_w = arith.addf %B_s_u, %B_s_v : f32
+    linalg.yield %B_s_w : f32
+  } -> tensor<2x3xf32>
+  %B_de = tensor.empty(%n2, %n3) : tensor<?x?xf32>
+  %B = linalg.copy ins(%B_s : tensor<2x3xf32>) outs(%B_de : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %S = tensor.extract_slice %A[%n1, %n1] [%n2, %n3] [1, 1] : tensor<?x?xf32> to tensor<?x?xf32>
+  %P = arith.mulf %S, %B : tensor<?x?xf32>
+  %I = tensor.insert_slice %P into %A[%n2, %n0] [%n2, %n3] [1, 2] : tensor<?x?xf32> into tensor<?x?xf32>
+  %x01 = tensor.extract %I[%n0, %n1] : tensor<?x?xf32>
+  %x32 = tensor.extract %I[%n3, %n2] : tensor<?x?xf32>
+  %prod = arith.mulf %x01, %x32 : f32
+  %C = tensor.insert %prod into %I[%n1, %n4] : tensor<?x?xf32>
+  %l_zero = arith.constant 0.0 : f32
+  %l_e = tensor.empty() : tensor<f32>
+  %l_init = linalg.fill ins(%l_zero : f32) outs(%l_e : tensor<f32>) -> tensor<f32>
+  %l_sum = linalg.reduce ins(%C : tensor<?x?xf32>) outs(%l_init : tensor<f32>) dimensions = [0, 1]
+    (%l_in: f32, %l_acc: f32) {
+      %l_third = arith.constant 0.3333 : f32
+      %l_s = math.sin %l_in : f32
+      %l_q = arith.mulf %l_in, %l_in : f32
+      %l_q3 = arith.mulf %l_q, %l_third : f32
+      %l_v = arith.addf %l_s, %l_q3 : f32
+      %l_n = arith.addf %l_acc, %l_v : f32
+      linalg.yield %l_n : f32
+    }
+  %r = tensor.extract %l_sum[] : tensor<f32>
+  return %r : f32
+}
+
+func.func @case_dyn_slices_extract_insert_ref(%a: f64, %b: f64) -> f64 {
+  %n_z = arith.subf %a, %a : f64
+  %n0_c = arith.constant 0.0 : f64
+  %n0_f = arith.addf %n_z, %n0_c : f64
+  %n0_i = arith.fptosi %n0_f : f64 to i64
+  %n0 = arith.index_cast %n0_i : i64 to index
+  %n1_c = arith.constant 1.0 : f64
+  %n1_f = arith.addf %n_z, %n1_c : f64
+  %n1_i = arith.fptosi %n1_f : f64 to i64
+  %n1 = arith.index_cast %n1_i : i64 to index
+  %n2_c = arith.constant 2.0 : f64
+  %n2_f = arith.addf %n_z, %n2_c : f64
+  %n2_i = arith.fptosi %n2_f : f64 to i64
+  %n2 = arith.index_cast %n2_i : i64 to index
+  %n3_c = arith.constant 3.0 : f64
+  %n3_f = arith.addf %n_z, %n3_c : f64
+  %n3_i = arith.fptosi %n3_f : f64 to i64
+  %n3 = arith.index_cast %n3_i : i64 to index
+  %n4_c = arith.constant 4.0 : f64
+  %n4_f = arith.addf %n_z, %n4_c : f64
+  %n4_i = arith.fptosi %n4_f : f64 to i64
+  %n4 = arith.index_cast %n4_i : i64 to index
+  %n5_c = arith.constant 5.0 : f64
+  %n5_f = arith.addf %n_z, %n5_c : f64
+  %n5_i = arith.fptosi %n5_f : f64 to i64
+  %n5 = arith.index_cast %n5_i : i64 to index
+  %A_s_e = tensor.empty() : tensor<4x5xf64>
+  %A_s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%A_s_e : tensor<4x5xf64>) {
+  ^bb0(%A_s_x: f64, %A_s_y: f64, %A_s_o: f64):
+    %A_s_p0 = arith.constant 0.25 : f64
+    %A_s_i0 = linalg.index 0 : index
+    %A_s_l0 = arith.index_cast %A_s_i0 : index to i64
+    %A_s_f0 = arith.sitofp %A_s_l0 : i64 to f64
+    %A_s_c0 = arith.constant 1.3 : f64
+    %A_s_m0 = arith.mulf %A_s_f0, %A_s_c0 : f64
+    %A_s_p1 = arith.addf %A_s_p0, %A_s_m0 : f64
+    %A_s_i1 = linalg.index 1 : index
+    %A_s_l1 = arith.index_cast %A_s_i1 : index to i64
+    %A_s_f1 = arith.sitofp %A_s_l1 : i64 to f64
+    %A_s_c1 = arith.constant 1.9 : f64
+    %A_s_m1 = arith.mulf %A_s_f1, %A_s_c1 : f64
+    %A_s_p2 = arith.addf %A_s_p1, %A_s_m1 : f64
+    %A_s_s = math.sin %A_s_p2 : f64
+    %A_s_k = math.cos %A_s_p2 : f64
+    %A_s_u = arith.mulf %A_s_x, %A_s_s : f64
+    %A_s_v = arith.mulf %A_s_y, %A_s_k : f64
+    %A_s_w = arith.addf %A_s_u, %A_s_v : f64
+    linalg.yield %A_s_w : f64
+  } -> tensor<4x5xf64>
+  %A_de = tensor.empty(%n4, %n5) : tensor<?x?xf64>
+  %A = linalg.copy ins(%A_s : tensor<4x5xf64>) outs(%A_de : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %B_s_e = tensor.empty() : tensor<2x3xf64>
+  %B_s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%b, %a : f64, f64) outs(%B_s_e : tensor<2x3xf64>) {
+  ^bb0(%B_s_x: f64, %B_s_y: f64, %B_s_o: f64):
+    %B_s_p0 = arith.constant 1.25 : f64
+    %B_s_i0 = linalg.index 0 : index
+    %B_s_l0 = arith.index_cast %B_s_i0 : index to i64
+    %B_s_f0 = arith.sitofp %B_s_l0 : i64 to f64
+    %B_s_c0 = arith.constant 1.3 : f64
+    %B_s_m0 = arith.mulf %B_s_f0, %B_s_c0 : f64
+    %B_s_p1 = arith.addf %B_s_p0, %B_s_m0 : f64
+    %B_s_i1 = linalg.index 1 : index
+    %B_s_l1 = arith.index_cast %B_s_i1 : index to i64
+    %B_s_f1 = arith.sitofp %B_s_l1 : i64 to f64
+    %B_s_c1 = arith.constant 1.9 : f64
+    %B_s_m1 = arith.mulf %B_s_f1, %B_s_c1 : f64
+    %B_s_p2 = arith.addf %B_s_p1, %B_s_m1 : f64
+    %B_s_s = math.sin %B_s_p2 : f64
+    %B_s_k = math.cos %B_s_p2 : f64
+    %B_s_u = arith.mulf %B_s_x, %B_s_s : f64
+    %B_s_v = arith.mulf %B_s_y, %B_s_k : f64
+    %B_s_w = arith.addf %B_s_u, %B_s_v : f64
+    linalg.yield %B_s_w : f64
+  } -> tensor<2x3xf64>
+  %B_de = tensor.empty(%n2, %n3) : tensor<?x?xf64>
+  %B = linalg.copy ins(%B_s : tensor<2x3xf64>) outs(%B_de : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %S = tensor.extract_slice %A[%n1, %n1] [%n2, %n3] [1, 1] : tensor<?x?xf64> to tensor<?x?xf64>
+  %P = arith.mulf %S, %B : tensor<?x?xf64>
+  %I = tensor.insert_slice %P into %A[%n2, %n0] [%n2, %n3] [1, 2] : tensor<?x?xf64> into tensor<?x?xf64>
+  %x01 = tensor.extract %I[%n0, %n1] : tensor<?x?xf64>
+  %x32 = tensor.extract %I[%n3, %n2] : tensor<?x?xf64>
+  %prod = arith.mulf %x01, %x32 : f64
+  %C = tensor.insert %prod into %I[%n1, %n4] : tensor<?x?xf64>
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<?x?xf64>) outs(%l_init : tensor<f64>) dimensions = [0, 1]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @check_dyn_slices_extract_insert(%point: i64, %p0: f64, %p1: f64) {
+  %x0 = arith.truncf %p0 : f64 to f32
+  %e0 = arith.extf %x0 : f32 to f64
+  %x1 = arith.truncf %p1 : f64 to f32
+  %e1 = arith.extf %x1 : f32 to f64
+  %g0, %g1 = ad.grad @case_dyn_slices_extract_insert(%x0, %x1) : (f32, f32) -> (f32, f32)
+  %tol = arith.constant 1.000000e-05 : f64
+  %gw0 = arith.extf %g0 : f32 to f64
+  %xp0, %xm0 = func.call @step(%e0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_dyn_slices_extract_insert_ref(%xp0, %e1) : (f64, f64) -> f64
+  %fm0 = func.call @case_dyn_slices_extract_insert_ref(%xm0, %e1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "dyn_slices_extract_insert p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%gw0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %gw1 = arith.extf %g1 : f32 to f64
+  %xp1, %xm1 = func.call @step(%e1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_dyn_slices_extract_insert_ref(%e0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_dyn_slices_extract_insert_ref(%e0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "dyn_slices_extract_insert p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%gw1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
+func.func @case_dyn_splat_generate_reshape(%a: f32, %b: f32) -> f32 {
+  %n_z = arith.subf %a, %a : f32
+  %n2_c = arith.constant 2.0 : f32
+  %n2_f = arith.addf %n_z, %n2_c : f32
+  %n2_i = arith.fptosi %n2_f : f32 to i64
+  %n2 = arith.index_cast %n2_i : i64 to index
+  %n3_c = arith.constant 3.0 : f32
+  %n3_f = arith.addf %n_z, %n3_c : f32
+  %n3_i = arith.fptosi %n3_f : f32 to i64
+  %n3 = arith.index_cast %n3_i : i64 to index
+  %n4_c = arith.constant 4.0 : f32
+  %n4_f = arith.addf %n_z, %n4_c : f32
+  %n4_i = arith.fptosi %n4_f : f32 to i64
+  %n4 = arith.index_cast %n4_i : i64 to index
+  %n6_c = arith.constant 6.0 : f32
+  %n6_f = arith.addf %n_z, %n6_c : f32
+  %n6_i = arith.fptosi %n6_f : f32 to i64
+  %n6 = arith.index_cast %n6_i : i64 to index
+  %ab = arith.mulf %a, %b : f32
+  %Sp = tensor.splat %ab[%n2, %n6] : tensor<?x?xf32>
+  %G = tensor.generate %n2, %n6 {
+  ^bb0(%g_i: index, %g_j: index):
+    %g_k = arith.addi %g_i, %g_j : index
+    %g_l = arith.index_cast %g_k : index to i64
+    %g_f = arith.sitofp %g_l : i64 to f32
+    %g_s = math.sin %g_f : f32
+    %g_u = arith.mulf %a, %g_s : f32
+    tensor.yield %g_u : f32
+  } : tensor<?x?xf32>
+  %GS = arith.mulf %G, %Sp : tensor<?x?xf32>
+  %shape = tensor.from_elements %n3, %n4 : tensor<2xindex>
+  %R = tensor.reshape %GS(%shape) : (tensor<?x?xf32>, tensor<2xindex>) -> tensor<?x?xf32>
+  %E = tensor.expand_shape %R [[0], [1, 2]] output_shape [%n3, %n2, 2] : tensor<?x?xf32> into tensor<?x?x2xf32>
+  %Th = math.tanh %E : tensor<?x?x2xf32>
+  %Td = tensor.cast %Th : tensor<?x?x2xf32> to tensor<?x?x?xf32>
+  %C = tensor.collapse_shape %Td [[0, 1], [2]] : tensor<?x?x?xf32> into tensor<?x?xf32>
+  %l_zero = arith.constant 0.0 : f32
+  %l_e = tensor.empty() : tensor<f32>
+  %l_init = linalg.fill ins(%l_zero : f32) outs(%l_e : tensor<f32>) -> tensor<f32>
+  %l_sum = linalg.reduce ins(%C : tensor<?x?xf32>) outs(%l_init : tensor<f32>) dimensions = [0, 1]
+    (%l_in: f32, %l_acc: f32) {
+      %l_third = arith.constant 0.3333 : f32
+      %l_s = math.sin %l_in : f32
+      %l_q = arith.mulf %l_in, %l_in : f32
+      %l_q3 = arith.mulf %l_q, %l_third : f32
+      %l_v = arith.addf %l_s, %l_q3 : f32
+      %l_n = arith.addf %l_acc, %l_v : f32
+      linalg.yield %l_n : f32
+    }
+  %r = tensor.extract %l_sum[] : tensor<f32>
+  return %r : f32
+}
+
+func.func @case_dyn_splat_generate_reshape_ref(%a: f64, %b: f64) -> f64 {
+  %n_z = arith.subf %a, %a : f64
+  %n2_c = arith.constant 2.0 : f64
+  %n2_f = arith.addf %n_z, %n2_c : f64
+  %n2_i = arith.fptosi %n2_f : f64 to i64
+  %n2 = arith.index_cast %n2_i : i64 to index
+  %n3_c = arith.constant 3.0 : f64
+  %n3_f = arith.addf %n_z, %n3_c : f64
+  %n3_i = arith.fptosi %n3_f : f64 to i64
+  %n3 = arith.index_cast %n3_i : i64 to index
+  %n4_c = arith.constant 4.0 : f64
+  %n4_f = arith.addf %n_z, %n4_c : f64
+  %n4_i = arith.fptosi %n4_f : f64 to i64
+  %n4 = arith.index_cast %n4_i : i64 to index
+  %n6_c = arith.constant 6.0 : f64
+  %n6_f = arith.addf %n_z, %n6_c : f64
+  %n6_i = arith.fptosi %n6_f : f64 to i64
+  %n6 = arith.index_cast %n6_i : i64 to index
+  %ab = arith.mulf %a, %b : f64
+  %Sp = tensor.splat %ab[%n2, %n6] : tensor<?x?xf64>
+  %G = tensor.generate %n2, %n6 {
+  ^bb0(%g_i: index, %g_j: index):
+    %g_k = arith.addi %g_i, %g_j : index
+    %g_l = arith.index_cast %g_k : index to i64
+    %g_f = arith.sitofp %g_l : i64 to f64
+    %g_s = math.sin %g_f : f64
+    %g_u = arith.mulf %a, %g_s : f64
+    tensor.yield %g_u : f64
+  } : tensor<?x?xf64>
+  %GS = arith.mulf %G, %Sp : tensor<?x?xf64>
+  %shape = tensor.from_elements %n3, %n4 : tensor<2xindex>
+  %R = tensor.reshape %GS(%shape) : (tensor<?x?xf64>, tensor<2xindex>) -> tensor<?x?xf64>
+  %E = tensor.expand_shape %R [[0], [1, 2]] output_shape [%n3, %n2, 2] : tensor<?x?xf64> into tensor<?x?x2xf64>
+  %Th = math.tanh %E : tensor<?x?x2xf64>
+  %Td = tensor.cast %Th : tensor<?x?x2xf64> to tensor<?x?x?xf64>
+  %C = tensor.collapse_shape %Td [[0, 1], [2]] : tensor<?x?x?xf64> into tensor<?x?xf64>
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<?x?xf64>) outs(%l_init : tensor<f64>) dimensions = [0, 1]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @check_dyn_splat_generate_reshape(%point: i64, %p0: f64, %p1: f64) {
+  %x0 = arith.truncf %p0 : f64 to f32
+  %e0 = arith.extf %x0 : f32 to f64
+  %x1 = arith.truncf %p1 : f64 to f32
+  %e1 = arith.extf %x1 : f32 to f64
+  %g0, %g1 = ad.grad @case_dyn_splat_generate_reshape(%x0, %x1) : (f32, f32) -> (f32, f32)
+  %tol = arith.constant 1.000000e-05 : f64
+  %gw0 = arith.extf %g0 : f32 to f64
+  %xp0, %xm0 = func.call @step(%e0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_dyn_splat_generate_reshape_ref(%xp0, %e1) : (f64, f64) -> f64
+  %fm0 = func.call @case_dyn_splat_generate_reshape_ref(%xm0, %e1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "dyn_splat_generate_reshape p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%gw0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %gw1 = arith.extf %g1 : f32 to f64
+  %xp1, %xm1 = func.call @step(%e1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_dyn_splat_generate_reshape_ref(%e0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_dyn_splat_generate_reshape_ref(%e0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "dyn_splat_generate_reshape p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%gw1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
+func.func @case_dyn_concat_cast(%a: f32, %b: f32) -> f32 {
+  %n_z = arith.subf %a, %a : f32
+  %n1_c = arith.constant 1.0 : f32
+  %n1_f = arith.addf %n_z, %n1_c : f32
+  %n1_i = arith.fptosi %n1_f : f32 to i64
+  %n1 = arith.index_cast %n1_i : i64 to index
+  %n2_c = arith.constant 2.0 : f32
+  %n2_f = arith.addf %n_z, %n2_c : f32
+  %n2_i = arith.fptosi %n2_f : f32 to i64
+  %n2 = arith.index_cast %n2_i : i64 to index
+  %n3_c = arith.constant 3.0 : f32
+  %n3_f = arith.addf %n_z, %n3_c : f32
+  %n3_i = arith.fptosi %n3_f : f32 to i64
+  %n3 = arith.index_cast %n3_i : i64 to index
+  %A_s_e = tensor.empty() : tensor<2x3xf32>
+  %A_s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f32, f32) outs(%A_s_e : tensor<2x3xf32>) {
+  ^bb0(%A_s_x: f32, %A_s_y: f32, %A_s_o: f32):
+    %A_s_p0 = arith.constant 0.25 : f32
+    %A_s_i0 = linalg.index 0 : index
+    %A_s_l0 = arith.index_cast %A_s_i0 : index to i64
+    %A_s_f0 = arith.sitofp %A_s_l0 : i64 to f32
+    %A_s_c0 = arith.constant 1.3 : f32
+    %A_s_m0 = arith.mulf %A_s_f0, %A_s_c0 : f32
+    %A_s_p1 = arith.addf %A_s_p0, %A_s_m0 : f32
+    %A_s_i1 = linalg.index 1 : index
+    %A_s_l1 = arith.index_cast %A_s_i1 : index to i64
+    %A_s_f1 = arith.sitofp %A_s_l1 : i64 to f32
+    %A_s_c1 = arith.constant 1.9 : f32
+    %A_s_m1 = arith.mulf %A_s_f1, %A_s_c1 : f32
+    %A_s_p2 = arith.addf %A_s_p1, %A_s_m1 : f32
+    %A_s_s = math.sin %A_s_p2 : f32
+    %A_s_k = math.cos %A_s_p2 : f32
+    %A_s_u = arith.mulf %A_s_x, %A_s_s : f32
+    %A_s_v = arith.mulf %A_s_y, %A_s_k : f32
+    %A_s_w = arith.addf %A_s_u, %A_s_v : f32
+    linalg.yield %A_s_w : f32
+  } -> tensor<2x3xf32>
+  %A_de = tensor.empty(%n2, %n3) : tensor<?x?xf32>
+  %A = linalg.copy ins(%A_s : tensor<2x3xf32>) outs(%A_de : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %B_s_e = tensor.empty() : tensor<1x3xf32>
+  %B_s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%b, %a : f32, f32) outs(%B_s_e : tensor<1x3xf32>) {
+  ^bb0(%B_s_x: f32, %B_s_y: f32, %B_s_o: f32):
+    %B_s_p0 = arith.constant 1.25 : f32
+    %B_s_i0 = linalg.index 0 : index
+    %B_s_l0 = arith.index_cast %B_s_i0 : index to i64
+    %B_s_f0 = arith.sitofp %B_s_l0 : i64 to f32
+    %B_s_c0 = arith.constant 1.3 : f32
+    %B_s_m0 = arith.mulf %B_s_f0, %B_s_c0 : f32
+    %B_s_p1 = arith.addf %B_s_p0, %B_s_m0 : f32
+    %B_s_i1 = linalg.index 1 : index
+    %B_s_l1 = arith.index_cast %B_s_i1 : index to i64
+    %B_s_f1 = arith.sitofp %B_s_l1 : i64 to f32
+    %B_s_c1 = arith.constant 1.9 : f32
+    %B_s_m1 = arith.mulf %B_s_f1, %B_s_c1 : f32
+    %B_s_p2 = arith.addf %B_s_p1, %B_s_m1 : f32
+    %B_s_s = math.sin %B_s_p2 : f32
+    %B_s_k = math.cos %B_s_p2 : f32
+    %B_s_u = arith.mulf %B_s_x, %B_s_s : f32
+    %B_s_v = arith.mulf %B_s_y, %B_s_k : f32
+    %B_s_w = arith.addf %B_s_u, %B_s_v : f32
+    linalg.yield %B_s_w : f32
+  } -> tensor<1x3xf32>
+  %B_de = tensor.empty(%n1, %n3) : tensor<?x?xf32>
+  %B = linalg.copy ins(%B_s : tensor<1x3xf32>) outs(%B_de : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %J = tensor.concat dim(0) %A, %B : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
+  %Js = tensor.cast %J : tensor<?x?xf32> to tensor<3x?xf32>
+  %Jt = math.sin %Js : tensor<3x?xf32>
+  %C = tensor.cast %Jt : tensor<3x?xf32> to tensor<?x?xf32>
+  %l_zero = arith.constant 0.0 : f32
+  %l_e = tensor.empty() : tensor<f32>
+  %l_init = linalg.fill ins(%l_zero : f32) outs(%l_e : tensor<f32>) -> tensor<f32>
+  %l_sum = linalg.reduce ins(%C : tensor<?x?xf32>) outs(%l_init : tensor<f32>) dimensions = [0, 1]
+    (%l_in: f32, %l_acc: f32) {
+      %l_third = arith.constant 0.3333 : f32
+      %l_s = math.sin %l_in : f32
+      %l_q = arith.mulf %l_in, %l_in : f32
+      %l_q3 = arith.mulf %l_q, %l_third : f32
+      %l_v = arith.addf %l_s, %l_q3 : f32
+      %l_n = arith.addf %l_acc, %l_v : f32
+      linalg.yield %l_n : f32
+    }
+  %r = tensor.extract %l_sum[] : tensor<f32>
+  return %r : f32
+}
+
+func.func @case_dyn_concat_cast_ref(%a: f64, %b: f64) -> f64 {
+  %n_z = arith.subf %a, %a : f64
+  %n1_c = arith.constant 1.0 : f64
+  %n1_f = arith.addf %n_z, %n1_c : f64
+  %n1_i = arith.fptosi %n1_f : f64 to i64
+  %n1 = arith.index_cast %n1_i : i64 to index
+  %n2_c = arith.constant 2.0 : f64
+  %n2_f = arith.addf %n_z, %n2_c : f64
+  %n2_i = arith.fptosi %n2_f : f64 to i64
+  %n2 = arith.index_cast %n2_i : i64 to index
+  %n3_c = arith.constant 3.0 : f64
+  %n3_f = arith.addf %n_z, %n3_c : f64
+  %n3_i = arith.fptosi %n3_f : f64 to i64
+  %n3 = arith.index_cast %n3_i : i64 to index
+  %A_s_e = tensor.empty() : tensor<2x3xf64>
+  %A_s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%A_s_e : tensor<2x3xf64>) {
+  ^bb0(%A_s_x: f64, %A_s_y: f64, %A_s_o: f64):
+    %A_s_p0 = arith.constant 0.25 : f64
+    %A_s_i0 = linalg.index 0 : index
+    %A_s_l0 = arith.index_cast %A_s_i0 : index to i64
+    %A_s_f0 = arith.sitofp %A_s_l0 : i64 to f64
+    %A_s_c0 = arith.constant 1.3 : f64
+    %A_s_m0 = arith.mulf %A_s_f0, %A_s_c0 : f64
+    %A_s_p1 = arith.addf %A_s_p0, %A_s_m0 : f64
+    %A_s_i1 = linalg.index 1 : index
+    %A_s_l1 = arith.index_cast %A_s_i1 : index to i64
+    %A_s_f1 = arith.sitofp %A_s_l1 : i64 to f64
+    %A_s_c1 = arith.constant 1.9 : f64
+    %A_s_m1 = arith.mulf %A_s_f1, %A_s_c1 : f64
+    %A_s_p2 = arith.addf %A_s_p1, %A_s_m1 : f64
+    %A_s_s = math.sin %A_s_p2 : f64
+    %A_s_k = math.cos %A_s_p2 : f64
+    %A_s_u = arith.mulf %A_s_x, %A_s_s : f64
+    %A_s_v = arith.mulf %A_s_y, %A_s_k : f64
+    %A_s_w = arith.addf %A_s_u, %A_s_v : f64
+    linalg.yield %A_s_w : f64
+  } -> tensor<2x3xf64>
+  %A_de = tensor.empty(%n2, %n3) : tensor<?x?xf64>
+  %A = linalg.copy ins(%A_s : tensor<2x3xf64>) outs(%A_de : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %B_s_e = tensor.empty() : tensor<1x3xf64>
+  %B_s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%b, %a : f64, f64) outs(%B_s_e : tensor<1x3xf64>) {
+  ^bb0(%B_s_x: f64, %B_s_y: f64, %B_s_o: f64):
+    %B_s_p0 = arith.constant 1.25 : f64
+    %B_s_i0 = linalg.index 0 : index
+    %B_s_l0 = arith.index_cast %B_s_i0 : index to i64
+    %B_s_f0 = arith.sitofp %B_s_l0 : i64 to f64
+    %B_s_c0 = arith.constant 1.3 : f64
+    %B_s_m0 = arith.mulf %B_s_f0, %B_s_c0 : f64
+    %B_s_p1 = arith.addf %B_s_p0, %B_s_m0 : f64
+    %B_s_i1 = linalg.index 1 : index
+    %B_s_l1 = arith.index_cast %B_s_i1 : index to i64
+    %B_s_f1 = arith.sitofp %B_s_l1 : i64 to f64
+    %B_s_c1 = arith.constant 1.9 : f64
+    %B_s_m1 = arith.mulf %B_s_f1, %B_s_c1 : f64
+    %B_s_p2 = arith.addf %B_s_p1, %B_s_m1 : f64
+    %B_s_s = math.sin %B_s_p2 : f64
+    %B_s_k = math.cos %B_s_p2 : f64
+    %B_s_u = arith.mulf %B_s_x, %B_s_s : f64
+    %B_s_v = arith.mulf %B_s_y, %B_s_k : f64
+    %B_s_w = arith.addf %B_s_u, %B_s_v : f64
+    linalg.yield %B_s_w : f64
+  } -> tensor<1x3xf64>
+  %B_de = tensor.empty(%n1, %n3) : tensor<?x?xf64>
+  %B = linalg.copy ins(%B_s : tensor<1x3xf64>) outs(%B_de : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %J = tensor.concat dim(0) %A, %B : (tensor<?x?xf64>, tensor<?x?xf64>) -> tensor<?x?xf64>
+  %Js = tensor.cast %J : tensor<?x?xf64> to tensor<3x?xf64>
+  %Jt = math.sin %Js : tensor<3x?xf64>
+  %C = tensor.cast %Jt : tensor<3x?xf64> to tensor<?x?xf64>
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<?x?xf64>) outs(%l_init : tensor<f64>) dimensions = [0, 1]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @check_dyn_concat_cast(%point: i64, %p0: f64, %p1: f64) {
+  %x0 = arith.truncf %p0 : f64 to f32
+  %e0 = arith.extf %x0 : f32 to f64
+  %x1 = arith.truncf %p1 : f64 to f32
+  %e1 = arith.extf %x1 : f32 to f64
+  %g0, %g1 = ad.grad @case_dyn_concat_cast(%x0, %x1) : (f32, f32) -> (f32, f32)
+  %tol = arith.constant 1.000000e-05 : f64
+  %gw0 = arith.extf %g0 : f32 to f64
+  %xp0, %xm0 = func.call @step(%e0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_dyn_concat_cast_ref(%xp0, %e1) : (f64, f64) -> f64
+  %fm0 = func.call @case_dyn_concat_cast_ref(%xm0, %e1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "dyn_concat_cast p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%gw0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %gw1 = arith.extf %g1 : f32 to f64
+  %xp1, %xm1 = func.call @step(%e1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_dyn_concat_cast_ref(%e0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_dyn_concat_cast_ref(%e0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "dyn_concat_cast p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%gw1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
+func.func @case_dyn_loop_insert(%a: f32, %b: f32) -> f32 {
+  %n_z = arith.subf %a, %a : f32
+  %n0_c = arith.constant 0.0 : f32
+  %n0_f = arith.addf %n_z, %n0_c : f32
+  %n0_i = arith.fptosi %n0_f : f32 to i64
+  %n0 = arith.index_cast %n0_i : i64 to index
+  %n1_c = arith.constant 1.0 : f32
+  %n1_f = arith.addf %n_z, %n1_c : f32
+  %n1_i = arith.fptosi %n1_f : f32 to i64
+  %n1 = arith.index_cast %n1_i : i64 to index
+  %n6_c = arith.constant 6.0 : f32
+  %n6_f = arith.addf %n_z, %n6_c : f32
+  %n6_i = arith.fptosi %n6_f : f32 to i64
+  %n6 = arith.index_cast %n6_i : i64 to index
+  %T0_z0 = arith.constant 0.0 : f32
+  %T0_ze = tensor.empty(%n6) : tensor<?xf32>
+  %T0 = linalg.fill ins(%T0_z0 : f32) outs(%T0_ze : tensor<?xf32>) -> tensor<?xf32>
+  %C = scf.for %i = %n0 to %n6 step %n1 iter_args(%acc = %T0) -> (tensor<?xf32>) {
+    %ii = arith.index_cast %i : index to i64
+    %fi = arith.sitofp %ii : i64 to f32
+    %v = arith.mulf %a, %fi : f32
+    %w = arith.addf %v, %b : f32
+    %s = math.sin %w : f32
+    %u = tensor.insert %s into %acc[%i] : tensor<?xf32>
+    scf.yield %u : tensor<?xf32>
+  }
+  %l_zero = arith.constant 0.0 : f32
+  %l_e = tensor.empty() : tensor<f32>
+  %l_init = linalg.fill ins(%l_zero : f32) outs(%l_e : tensor<f32>) -> tensor<f32>
+  %l_sum = linalg.reduce ins(%C : tensor<?xf32>) outs(%l_init : tensor<f32>) dimensions = [0]
+    (%l_in: f32, %l_acc: f32) {
+      %l_third = arith.constant 0.3333 : f32
+      %l_s = math.sin %l_in : f32
+      %l_q = arith.mulf %l_in, %l_in : f32
+      %l_q3 = arith.mulf %l_q, %l_third : f32
+      %l_v = arith.addf %l_s, %l_q3 : f32
+      %l_n = arith.addf %l_acc, %l_v : f32
+      linalg.yield %l_n : f32
+    }
+  %r = tensor.extract %l_sum[] : tensor<f32>
+  return %r : f32
+}
+
+func.func @case_dyn_loop_insert_ref(%a: f64, %b: f64) -> f64 {
+  %n_z = arith.subf %a, %a : f64
+  %n0_c = arith.constant 0.0 : f64
+  %n0_f = arith.addf %n_z, %n0_c : f64
+  %n0_i = arith.fptosi %n0_f : f64 to i64
+  %n0 = arith.index_cast %n0_i : i64 to index
+  %n1_c = arith.constant 1.0 : f64
+  %n1_f = arith.addf %n_z, %n1_c : f64
+  %n1_i = arith.fptosi %n1_f : f64 to i64
+  %n1 = arith.index_cast %n1_i : i64 to index
+  %n6_c = arith.constant 6.0 : f64
+  %n6_f = arith.addf %n_z, %n6_c : f64
+  %n6_i = arith.fptosi %n6_f : f64 to i64
+  %n6 = arith.index_cast %n6_i : i64 to index
+  %T0_z0 = arith.constant 0.0 : f64
+  %T0_ze = tensor.empty(%n6) : tensor<?xf64>
+  %T0 = linalg.fill ins(%T0_z0 : f64) outs(%T0_ze : tensor<?xf64>) -> tensor<?xf64>
+  %C = scf.for %i = %n0 to %n6 step %n1 iter_args(%acc = %T0) -> (tensor<?xf64>) {
+    %ii = arith.index_cast %i : index to i64
+    %fi = arith.sitofp %ii : i64 to f64
+    %v = arith.mulf %a, %fi : f64
+    %w = arith.addf %v, %b : f64
+    %s = math.sin %w : f64
+    %u = tensor.insert %s into %acc[%i] : tensor<?xf64>
+    scf.yield %u : tensor<?xf64>
+  }
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<?xf64>) outs(%l_init : tensor<f64>) dimensions = [0]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @check_dyn_loop_insert(%point: i64, %p0: f64, %p1: f64) {
+  %x0 = arith.truncf %p0 : f64 to f32
+  %e0 = arith.extf %x0 : f32 to f64
+  %x1 = arith.truncf %p1 : f64 to f32
+  %e1 = arith.extf %x1 : f32 to f64
+  %g0, %g1 = ad.grad @case_dyn_loop_insert(%x0, %x1) : (f32, f32) -> (f32, f32)
+  %tol = arith.constant 1.000000e-05 : f64
+  %gw0 = arith.extf %g0 : f32 to f64
+  %xp0, %xm0 = func.call @step(%e0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_dyn_loop_insert_ref(%xp0, %e1) : (f64, f64) -> f64
+  %fm0 = func.call @case_dyn_loop_insert_ref(%xm0, %e1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "dyn_loop_insert p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%gw0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %gw1 = arith.extf %g1 : f32 to f64
+  %xp1, %xm1 = func.call @step(%e1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_dyn_loop_insert_ref(%e0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_dyn_loop_insert_ref(%e0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "dyn_loop_insert p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%gw1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
 // x +- h with h = 1e-5 * max(1, |x|): central differences in f64 then err
 // by about 1e-10 relative for the smooth cases here.
 func.func @step(%x: f64) -> (f64, f64) {
@@ -5625,6 +7903,94 @@ func.func @main() {
   %extract_insert_1_1 = arith.constant 0.9 : f64
   %extract_insert_1_id = arith.constant 1 : i64
   func.call @check_extract_insert(%extract_insert_1_id, %extract_insert_1_0, %extract_insert_1_1) : (i64, f64, f64) -> ()
+  %dyn_elementwise_0_0 = arith.constant 0.7 : f64
+  %dyn_elementwise_0_1 = arith.constant -0.4 : f64
+  %dyn_elementwise_0_id = arith.constant 0 : i64
+  func.call @check_dyn_elementwise(%dyn_elementwise_0_id, %dyn_elementwise_0_0, %dyn_elementwise_0_1) : (i64, f64, f64) -> ()
+  %dyn_elementwise_1_0 = arith.constant -0.3 : f64
+  %dyn_elementwise_1_1 = arith.constant 0.9 : f64
+  %dyn_elementwise_1_id = arith.constant 1 : i64
+  func.call @check_dyn_elementwise(%dyn_elementwise_1_id, %dyn_elementwise_1_0, %dyn_elementwise_1_1) : (i64, f64, f64) -> ()
+  %dyn_named_elementwise_0_0 = arith.constant 0.7 : f64
+  %dyn_named_elementwise_0_1 = arith.constant -0.4 : f64
+  %dyn_named_elementwise_0_id = arith.constant 0 : i64
+  func.call @check_dyn_named_elementwise(%dyn_named_elementwise_0_id, %dyn_named_elementwise_0_0, %dyn_named_elementwise_0_1) : (i64, f64, f64) -> ()
+  %dyn_named_elementwise_1_0 = arith.constant -0.3 : f64
+  %dyn_named_elementwise_1_1 = arith.constant 0.9 : f64
+  %dyn_named_elementwise_1_id = arith.constant 1 : i64
+  func.call @check_dyn_named_elementwise(%dyn_named_elementwise_1_id, %dyn_named_elementwise_1_0, %dyn_named_elementwise_1_1) : (i64, f64, f64) -> ()
+  %dyn_batch_matmul_0_0 = arith.constant 0.7 : f64
+  %dyn_batch_matmul_0_1 = arith.constant -0.4 : f64
+  %dyn_batch_matmul_0_id = arith.constant 0 : i64
+  func.call @check_dyn_batch_matmul(%dyn_batch_matmul_0_id, %dyn_batch_matmul_0_0, %dyn_batch_matmul_0_1) : (i64, f64, f64) -> ()
+  %dyn_batch_matmul_1_0 = arith.constant -0.3 : f64
+  %dyn_batch_matmul_1_1 = arith.constant 0.9 : f64
+  %dyn_batch_matmul_1_id = arith.constant 1 : i64
+  func.call @check_dyn_batch_matmul(%dyn_batch_matmul_1_id, %dyn_batch_matmul_1_0, %dyn_batch_matmul_1_1) : (i64, f64, f64) -> ()
+  %dyn_matvec_vecmat_dot_0_0 = arith.constant 0.7 : f64
+  %dyn_matvec_vecmat_dot_0_1 = arith.constant -0.4 : f64
+  %dyn_matvec_vecmat_dot_0_id = arith.constant 0 : i64
+  func.call @check_dyn_matvec_vecmat_dot(%dyn_matvec_vecmat_dot_0_id, %dyn_matvec_vecmat_dot_0_0, %dyn_matvec_vecmat_dot_0_1) : (i64, f64, f64) -> ()
+  %dyn_matvec_vecmat_dot_1_0 = arith.constant -0.3 : f64
+  %dyn_matvec_vecmat_dot_1_1 = arith.constant 0.9 : f64
+  %dyn_matvec_vecmat_dot_1_id = arith.constant 1 : i64
+  func.call @check_dyn_matvec_vecmat_dot(%dyn_matvec_vecmat_dot_1_id, %dyn_matvec_vecmat_dot_1_0, %dyn_matvec_vecmat_dot_1_1) : (i64, f64, f64) -> ()
+  %dyn_transpose_broadcast_map_0_0 = arith.constant 0.7 : f64
+  %dyn_transpose_broadcast_map_0_1 = arith.constant -0.4 : f64
+  %dyn_transpose_broadcast_map_0_id = arith.constant 0 : i64
+  func.call @check_dyn_transpose_broadcast_map(%dyn_transpose_broadcast_map_0_id, %dyn_transpose_broadcast_map_0_0, %dyn_transpose_broadcast_map_0_1) : (i64, f64, f64) -> ()
+  %dyn_transpose_broadcast_map_1_0 = arith.constant -0.3 : f64
+  %dyn_transpose_broadcast_map_1_1 = arith.constant 0.9 : f64
+  %dyn_transpose_broadcast_map_1_id = arith.constant 1 : i64
+  func.call @check_dyn_transpose_broadcast_map(%dyn_transpose_broadcast_map_1_id, %dyn_transpose_broadcast_map_1_0, %dyn_transpose_broadcast_map_1_1) : (i64, f64, f64) -> ()
+  %dyn_reduce_max_0_0 = arith.constant 0.7 : f64
+  %dyn_reduce_max_0_1 = arith.constant -0.4 : f64
+  %dyn_reduce_max_0_id = arith.constant 0 : i64
+  func.call @check_dyn_reduce_max(%dyn_reduce_max_0_id, %dyn_reduce_max_0_0, %dyn_reduce_max_0_1) : (i64, f64, f64) -> ()
+  %dyn_reduce_max_1_0 = arith.constant -0.3 : f64
+  %dyn_reduce_max_1_1 = arith.constant 0.9 : f64
+  %dyn_reduce_max_1_id = arith.constant 1 : i64
+  func.call @check_dyn_reduce_max(%dyn_reduce_max_1_id, %dyn_reduce_max_1_0, %dyn_reduce_max_1_1) : (i64, f64, f64) -> ()
+  %dyn_conv_pool_0_0 = arith.constant 0.7 : f64
+  %dyn_conv_pool_0_1 = arith.constant -0.4 : f64
+  %dyn_conv_pool_0_id = arith.constant 0 : i64
+  func.call @check_dyn_conv_pool(%dyn_conv_pool_0_id, %dyn_conv_pool_0_0, %dyn_conv_pool_0_1) : (i64, f64, f64) -> ()
+  %dyn_conv_pool_1_0 = arith.constant -0.3 : f64
+  %dyn_conv_pool_1_1 = arith.constant 0.9 : f64
+  %dyn_conv_pool_1_id = arith.constant 1 : i64
+  func.call @check_dyn_conv_pool(%dyn_conv_pool_1_id, %dyn_conv_pool_1_0, %dyn_conv_pool_1_1) : (i64, f64, f64) -> ()
+  %dyn_slices_extract_insert_0_0 = arith.constant 0.7 : f64
+  %dyn_slices_extract_insert_0_1 = arith.constant -0.4 : f64
+  %dyn_slices_extract_insert_0_id = arith.constant 0 : i64
+  func.call @check_dyn_slices_extract_insert(%dyn_slices_extract_insert_0_id, %dyn_slices_extract_insert_0_0, %dyn_slices_extract_insert_0_1) : (i64, f64, f64) -> ()
+  %dyn_slices_extract_insert_1_0 = arith.constant -0.3 : f64
+  %dyn_slices_extract_insert_1_1 = arith.constant 0.9 : f64
+  %dyn_slices_extract_insert_1_id = arith.constant 1 : i64
+  func.call @check_dyn_slices_extract_insert(%dyn_slices_extract_insert_1_id, %dyn_slices_extract_insert_1_0, %dyn_slices_extract_insert_1_1) : (i64, f64, f64) -> ()
+  %dyn_splat_generate_reshape_0_0 = arith.constant 0.7 : f64
+  %dyn_splat_generate_reshape_0_1 = arith.constant -0.4 : f64
+  %dyn_splat_generate_reshape_0_id = arith.constant 0 : i64
+  func.call @check_dyn_splat_generate_reshape(%dyn_splat_generate_reshape_0_id, %dyn_splat_generate_reshape_0_0, %dyn_splat_generate_reshape_0_1) : (i64, f64, f64) -> ()
+  %dyn_splat_generate_reshape_1_0 = arith.constant -0.3 : f64
+  %dyn_splat_generate_reshape_1_1 = arith.constant 0.9 : f64
+  %dyn_splat_generate_reshape_1_id = arith.constant 1 : i64
+  func.call @check_dyn_splat_generate_reshape(%dyn_splat_generate_reshape_1_id, %dyn_splat_generate_reshape_1_0, %dyn_splat_generate_reshape_1_1) : (i64, f64, f64) -> ()
+  %dyn_concat_cast_0_0 = arith.constant 0.7 : f64
+  %dyn_concat_cast_0_1 = arith.constant -0.4 : f64
+  %dyn_concat_cast_0_id = arith.constant 0 : i64
+  func.call @check_dyn_concat_cast(%dyn_concat_cast_0_id, %dyn_concat_cast_0_0, %dyn_concat_cast_0_1) : (i64, f64, f64) -> ()
+  %dyn_concat_cast_1_0 = arith.constant -0.3 : f64
+  %dyn_concat_cast_1_1 = arith.constant 0.9 : f64
+  %dyn_concat_cast_1_id = arith.constant 1 : i64
+  func.call @check_dyn_concat_cast(%dyn_concat_cast_1_id, %dyn_concat_cast_1_0, %dyn_concat_cast_1_1) : (i64, f64, f64) -> ()
+  %dyn_loop_insert_0_0 = arith.constant 0.7 : f64
+  %dyn_loop_insert_0_1 = arith.constant -0.4 : f64
+  %dyn_loop_insert_0_id = arith.constant 0 : i64
+  func.call @check_dyn_loop_insert(%dyn_loop_insert_0_id, %dyn_loop_insert_0_0, %dyn_loop_insert_0_1) : (i64, f64, f64) -> ()
+  %dyn_loop_insert_1_0 = arith.constant -0.3 : f64
+  %dyn_loop_insert_1_1 = arith.constant 0.9 : f64
+  %dyn_loop_insert_1_id = arith.constant 1 : i64
+  func.call @check_dyn_loop_insert(%dyn_loop_insert_1_id, %dyn_loop_insert_1_0, %dyn_loop_insert_1_1) : (i64, f64, f64) -> ()
   return
 }
 
@@ -5769,4 +8135,48 @@ func.func @main() {
 // CHECK: extract_insert p0 db: ok
 // CHECK: extract_insert p1 da: ok
 // CHECK: extract_insert p1 db: ok
+// CHECK: dyn_elementwise p0 da: ok
+// CHECK: dyn_elementwise p0 db: ok
+// CHECK: dyn_elementwise p1 da: ok
+// CHECK: dyn_elementwise p1 db: ok
+// CHECK: dyn_named_elementwise p0 da: ok
+// CHECK: dyn_named_elementwise p0 db: ok
+// CHECK: dyn_named_elementwise p1 da: ok
+// CHECK: dyn_named_elementwise p1 db: ok
+// CHECK: dyn_batch_matmul p0 da: ok
+// CHECK: dyn_batch_matmul p0 db: ok
+// CHECK: dyn_batch_matmul p1 da: ok
+// CHECK: dyn_batch_matmul p1 db: ok
+// CHECK: dyn_matvec_vecmat_dot p0 da: ok
+// CHECK: dyn_matvec_vecmat_dot p0 db: ok
+// CHECK: dyn_matvec_vecmat_dot p1 da: ok
+// CHECK: dyn_matvec_vecmat_dot p1 db: ok
+// CHECK: dyn_transpose_broadcast_map p0 da: ok
+// CHECK: dyn_transpose_broadcast_map p0 db: ok
+// CHECK: dyn_transpose_broadcast_map p1 da: ok
+// CHECK: dyn_transpose_broadcast_map p1 db: ok
+// CHECK: dyn_reduce_max p0 da: ok
+// CHECK: dyn_reduce_max p0 db: ok
+// CHECK: dyn_reduce_max p1 da: ok
+// CHECK: dyn_reduce_max p1 db: ok
+// CHECK: dyn_conv_pool p0 da: ok
+// CHECK: dyn_conv_pool p0 db: ok
+// CHECK: dyn_conv_pool p1 da: ok
+// CHECK: dyn_conv_pool p1 db: ok
+// CHECK: dyn_slices_extract_insert p0 da: ok
+// CHECK: dyn_slices_extract_insert p0 db: ok
+// CHECK: dyn_slices_extract_insert p1 da: ok
+// CHECK: dyn_slices_extract_insert p1 db: ok
+// CHECK: dyn_splat_generate_reshape p0 da: ok
+// CHECK: dyn_splat_generate_reshape p0 db: ok
+// CHECK: dyn_splat_generate_reshape p1 da: ok
+// CHECK: dyn_splat_generate_reshape p1 db: ok
+// CHECK: dyn_concat_cast p0 da: ok
+// CHECK: dyn_concat_cast p0 db: ok
+// CHECK: dyn_concat_cast p1 da: ok
+// CHECK: dyn_concat_cast p1 db: ok
+// CHECK: dyn_loop_insert p0 da: ok
+// CHECK: dyn_loop_insert p0 db: ok
+// CHECK: dyn_loop_insert p1 da: ok
+// CHECK: dyn_loop_insert p1 db: ok
 // CHECK-NOT: FAIL
