@@ -355,6 +355,14 @@ struct GenericRule
           });
       if (bodyFailed)
         return failure();
+      // Nothing flows to `wrt` (a pooling window read only for its shape):
+      // no pass at all.
+      Block *adjointBody = adjoint.getBody();
+      if (adjointBody->getTerminator()->getOperand(0) ==
+          adjointBody->getArguments().back()) {
+        adjoint.erase();
+        return Value();
+      }
       return adjoint.getResult(0);
     };
 
@@ -387,6 +395,8 @@ struct GenericRule
           body.getArgument(k), acc, accMap, iterators, permutation);
       if (failed(gradient))
         return failure();
+      if (!*gradient)
+        continue;
       if (existing)
         emitter.setCotangent(input, *gradient);
       else if (!tensorType)
@@ -409,6 +419,8 @@ struct GenericRule
           /*reorder=*/false);
       if (failed(gradient))
         return failure();
+      if (!*gradient)
+        continue;
       emitter.addCotangent(
           value, tensor::ExtractOp::create(b, loc, *gradient, ValueRange()));
     }
