@@ -143,6 +143,62 @@ MATH = {
     "trunc": (1, rounding_case("math.trunc"), [(2.25,), (-1.75,)]),
 }
 
+# The same rules applied elementwise to tensors: each argument becomes a
+# 2x3 tensor (the scalar plus small offsets, so that the elements differ),
+# every scalar type in the case becomes a tensor type, and the result is
+# summed. The gradient is then the sum of the rule at six nearby points.
+import re
+
+OFFSETS = "dense<[[0.0, 0.01, 0.02], [0.03, 0.04, 0.05]]>"
+
+
+def tensorize(body, arity):
+    def make(t):
+        lines = body(t)
+        if lines is None:
+            return None
+        ty = f"tensor<2x3x{t}>"
+        out = []
+        for i in range(arity):
+            n = ARG_NAMES[i]
+            out += [f"%T{n}_s = tensor.splat %{n} : {ty}",
+                    f"%T{n}_o = arith.constant {OFFSETS} : {ty}",
+                    f"%T{n} = arith.addf %T{n}_s, %T{n}_o : {ty}"]
+        args = "|".join(ARG_NAMES[:arity])
+        for line in lines:
+            line = re.sub(rf"%({args})\b", r"%T\1", line)
+            line = re.sub(r"%r\b", "%T_r", line)
+            code, _, types = line.rpartition(" : ")
+            if "arith.select" in code:  # a tensor condition is spelled out
+                types = "i1, " + types
+            types = re.sub(r"\b(bf16|f16|f32|f64|i1|i32|i64)\b",
+                           r"tensor<2x3x\1>", types)
+            code = re.sub(r"arith.constant (\S+)$", r"arith.constant dense<\1>",
+                          code)
+            out.append(f"{code} : {types}")
+        out += [f"%R_z = arith.constant 0.0 : {t}",
+                f"%R_e = tensor.empty() : tensor<{t}>",
+                f"%R_i = linalg.fill ins(%R_z : {t}) outs(%R_e : tensor<{t}>) -> tensor<{t}>",
+                f"%R_s = linalg.reduce ins(%T_r : {ty}) outs(%R_i : tensor<{t}>) dimensions = [0, 1]",
+                f"  (%R_in: {t}, %R_acc: {t}) {{",
+                f"    %R_n = arith.addf %R_acc, %R_in : {t}",
+                f"    linalg.yield %R_n : {t}",
+                "  }",
+                f"%r = tensor.extract %R_s[] : tensor<{t}>"]
+        return out
+    return make
+
+
+def tensorized(cases):
+    result = {}
+    for name, spec in cases.items():
+        arity, body, points = spec[0], spec[1], spec[2]
+        ref = spec[3] if len(spec) > 3 and spec[3] else body
+        result[name] = (arity, tensorize(body, arity), points,
+                        tensorize(ref, arity))
+    return result
+
+
 # Whole programs: calls (chains, one callee from several places, results
 # unused), fan-out and constants. Callees live in PROGRAM_SUPPORT.
 # 8 units in the last place at 1, per type: a convergence tolerance that
@@ -1464,6 +1520,10 @@ def main():
             path = os.path.join(out_dir, f"{dialect}-{t}.mlir")
             with open(path, "w") as f:
                 f.write(generate(dialect, cases, t))
+            path = os.path.join(out_dir, f"{dialect}-tensor-{t}.mlir")
+            with open(path, "w") as f:
+                f.write(generate(dialect + " on tensors", tensorized(cases),
+                                 t))
     for t in ("f64", "f32"):
         path = os.path.join(root, f"programs-{t}.mlir")
         with open(path, "w") as f:

@@ -110,15 +110,21 @@ Value mlir::ad::createFilledConstant(OpBuilder &builder, Location loc,
 Value mlir::ad::createFilledLike(OpBuilder &builder, Location loc, Value like,
                                  double value) {
   Type type = like.getType();
-  if (Value constant = createFilledConstant(builder, loc, type, value))
-    return constant;
-  auto tensorType = cast<RankedTensorType>(type);
+  Type element = getElementTypeOrSelf(type);
+  TypedAttr scalar =
+      isa<FloatType>(element)
+          ? TypedAttr(builder.getFloatAttr(element, value))
+          : TypedAttr(builder.getIntegerAttr(element, int64_t(value)));
+  auto tensorType = dyn_cast<RankedTensorType>(type);
+  if (!tensorType)
+    return arith::ConstantOp::create(builder, loc, scalar);
+  if (tensorType.hasStaticShape())
+    return arith::ConstantOp::create(
+        builder, loc, SplatElementsAttr::get(tensorType, scalar));
   Value empty = tensor::EmptyOp::create(
-      builder, loc, tensor::getMixedSizes(builder, loc, like),
-      tensorType.getElementType());
-  Value scalar = arith::ConstantOp::create(
-      builder, loc, builder.getFloatAttr(tensorType.getElementType(), value));
-  return linalg::FillOp::create(builder, loc, ValueRange{scalar},
+      builder, loc, tensor::getMixedSizes(builder, loc, like), element);
+  Value filler = arith::ConstantOp::create(builder, loc, scalar);
+  return linalg::FillOp::create(builder, loc, ValueRange{filler},
                                 ValueRange{empty})
       .getResult(0);
 }

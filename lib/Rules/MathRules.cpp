@@ -129,10 +129,7 @@ Value fpowi(Ctx &c, unsigned index) {
   if (index != 0)
     return nullptr;
   Value a = c.x(0), n = c.x(1);
-  Type intType = n.getType();
-  OpBuilder &builder = c.b.getBuilder();
-  Value one = arith::ConstantOp::create(builder, c.b.getLoc(),
-                                        builder.getIntegerAttr(intType, 1));
+  Value one = createFilledLike(c.b.getBuilder(), c.b.getLoc(), n, 1.0);
   Value lowered =
       c.b.create<math::FPowIOp>(a, c.b.create<arith::SubIOp>(n, one));
   Value exponent = c.b.create<arith::SIToFPOp>(a.getType(), n);

@@ -164,8 +164,8 @@ bool isDifferentiableType(Type type);
 Value createFilledConstant(OpBuilder &builder, Location loc, Type type,
                            double value);
 
-/// A value shaped like `like` (a float or a tensor of floats, dynamic sizes
-/// included) with every element `value`.
+/// A value shaped like `like` (a float or integer scalar, or a ranked tensor
+/// of them, dynamic sizes included) with every element `value`.
 Value createFilledLike(OpBuilder &builder, Location loc, Value like,
                        double value);
 
