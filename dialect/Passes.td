@@ -61,7 +61,8 @@ def ADGenerateDerivativesPass
     "::mlir::cf::ControlFlowDialect",
     "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect", "::mlir::ub::UBDialect",
-    "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect"
+    "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::bufferization::BufferizationDialect"
   ];
 }
 

@@ -1071,6 +1071,25 @@ TENSORS = {
          "  scf.yield %u : tensor<6x{t}>",
          "}}"] +
         loss("C", [6])),
+    # A recurrence on tensors (h = tanh(W h + u h) four times): the adjoint
+    # reads each iteration's tensors, stored per iteration.
+    "tensor_loop_recurrence": tensor_case(
+        build("W", [3, 3], "a", "b", 0) + build("H", [3], "b", "a", 1) +
+        build("U", [3], "a", "a", 2) +
+        ["%i0 = arith.constant 0 : index",
+         "%i1 = arith.constant 1 : index",
+         "%i4 = arith.constant 4 : index",
+         "%C = scf.for %i = %i0 to %i4 step %i1 iter_args(%h = %H) -> (tensor<3x{t}>) {{",
+         "  %rz = arith.constant 0.0 : {t}",
+         "  %re = tensor.empty() : tensor<3x{t}>",
+         "  %rf = linalg.fill ins(%rz : {t}) outs(%re : tensor<3x{t}>) -> tensor<3x{t}>",
+         "  %m = linalg.matvec ins(%W, %h : tensor<3x3x{t}>, tensor<3x{t}>) outs(%rf : tensor<3x{t}>) -> tensor<3x{t}>",
+         "  %uh = arith.mulf %U, %h : tensor<3x{t}>",
+         "  %s = arith.addf %m, %uh : tensor<3x{t}>",
+         "  %n = math.tanh %s : tensor<3x{t}>",
+         "  scf.yield %n : tensor<3x{t}>",
+         "}}"] +
+        loss("C", [3])),
     "slices": tensor_case(
         build("A", [4, 5], "a", "b", 0) + build("B", [2, 3], "b", "a", 1) +
         ["%S = tensor.extract_slice %A[1, 1] [2, 3] [1, 1] : tensor<4x5x{t}> to tensor<2x3x{t}>",
@@ -1342,6 +1361,23 @@ DYNAMIC_TENSORS = {
          "%Jt = math.sin %Js : tensor<3x?x{t}>",
          "%C = tensor.cast %Jt : tensor<3x?x{t}> to " + D2] +
         loss("C", ["?", "?"])),
+    # The recurrence with a trip count known only at run time, in a nest.
+    "dyn_loop_recurrence": tensor_case(
+        opaque_sizes([0, 1, 2, 3]) +
+        build("W", [3, 3], "a", "b", 0) + build("H", [3], "b", "a", 1) +
+        ["%C = scf.for %i = %n0 to %n3 step %n1 iter_args(%h = %H) -> (tensor<3x{t}>) {{",
+         "  %h2 = scf.for %j = %n0 to %n2 step %n1 iter_args(%g = %h) -> (tensor<3x{t}>) {{",
+         "    %rz = arith.constant 0.0 : {t}",
+         "    %re = tensor.empty() : tensor<3x{t}>",
+         "    %rf = linalg.fill ins(%rz : {t}) outs(%re : tensor<3x{t}>) -> tensor<3x{t}>",
+         "    %m = linalg.matvec ins(%W, %g : tensor<3x3x{t}>, tensor<3x{t}>) outs(%rf : tensor<3x{t}>) -> tensor<3x{t}>",
+         "    %n = math.sin %m : tensor<3x{t}>",
+         "    scf.yield %n : tensor<3x{t}>",
+         "  }}",
+         "  %q = arith.mulf %h2, %h2 : tensor<3x{t}>",
+         "  scf.yield %q : tensor<3x{t}>",
+         "}}"] +
+        loss("C", [3])),
     "dyn_loop_insert": tensor_case(
         opaque_sizes([0, 1, 6]) +
         dynamic_zeros("T0", ["%n6"]) +

@@ -16,6 +16,7 @@
 #include "ad/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -109,6 +110,24 @@ static OpBuilder builderAfterBoth(Value value, Value anchor) {
   else
     builder.setInsertionPointAfter(def);
   return builder;
+}
+
+/// The slice of per-iteration buffer `buffer` (a leading iteration
+/// dimension, then a tensor's shape) that holds iteration `index`.
+static Value iterationSlice(OpBuilder &b, Location loc, Value buffer,
+                            Value index) {
+  auto type = cast<MemRefType>(buffer.getType());
+  ArrayRef<int64_t> shape = type.getShape().drop_front();
+  SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+  offsets[0] = index;
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1)};
+  for (int64_t size : shape)
+    sizes.push_back(b.getIndexAttr(size));
+  SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
+  MemRefType sliceType = memref::SubViewOp::inferRankReducedResultType(
+      shape, type, offsets, sizes, strides);
+  return memref::SubViewOp::create(b, loc, sliceType, buffer, offsets, sizes,
+                                   strides);
 }
 
 /// The forward sweep over one function.
@@ -353,13 +372,26 @@ public:
       return buffer;
     Location loc = value.getLoc();
     OpBuilder entryBuilder(scope.entryOp);
-    auto type = MemRefType::get({ShapedType::kDynamic}, value.getType());
+    // A scalar per iteration, or a statically shaped tensor per iteration
+    // (the buffer has one leading dimension more).
+    auto tensorType = dyn_cast<RankedTensorType>(value.getType());
+    SmallVector<int64_t> shape = {ShapedType::kDynamic};
+    if (tensorType)
+      llvm::append_range(shape, tensorType.getShape());
+    auto type = MemRefType::get(
+        shape, tensorType ? tensorType.getElementType() : value.getType());
     Value buffer =
         memref::AllocOp::create(entryBuilder, loc, type, scope.capacity);
     // Store once both the value and the iteration's index exist.
     OpBuilder storeBuilder = builderAfterBoth(value, scope.linearIndex);
-    memref::StoreOp::create(storeBuilder, loc, value, buffer,
-                            scope.linearIndex);
+    if (tensorType)
+      bufferization::MaterializeInDestinationOp::create(
+          storeBuilder, loc, /*result=*/Type(), value,
+          iterationSlice(storeBuilder, loc, buffer, scope.linearIndex),
+          storeBuilder.getUnitAttr(), storeBuilder.getUnitAttr());
+    else
+      memref::StoreOp::create(storeBuilder, loc, value, buffer,
+                              scope.linearIndex);
     perIterationBuffers[value] = buffer;
     return buffer;
   }
@@ -621,7 +653,9 @@ private:
     if (home == forward.getEntry())
       return tapeEntryValue(value);
     const ForwardLoopScope *scope = forward.scopeOf(home);
-    if (!scope || !value.getType().isIntOrIndexOrFloat())
+    auto tensorType = dyn_cast<RankedTensorType>(value.getType());
+    if (!scope || !(value.getType().isIntOrIndexOrFloat() ||
+                    (tensorType && tensorType.hasStaticShape())))
       return failMaterialization(value);
     Block *originalHome = forward.originalBlockOf(home);
     for (ReverseLoopScope &loop : llvm::reverse(loops)) {
@@ -632,8 +666,17 @@ private:
       Value buffer = tapeEntryValue(forward.storePerIteration(value, *scope));
       OpBuilder loadBuilder(value.getContext());
       loadBuilder.setInsertionPointAfterValue(loop.linearIndex);
-      Value loaded = memref::LoadOp::create(loadBuilder, value.getLoc(),
-                                            buffer, loop.linearIndex);
+      Value loaded =
+          tensorType
+              ? bufferization::ToTensorOp::create(
+                    loadBuilder, value.getLoc(), tensorType,
+                    iterationSlice(loadBuilder, value.getLoc(), buffer,
+                                   loop.linearIndex),
+                    /*restrict=*/true, /*writable=*/false)
+                    .getResult()
+              : memref::LoadOp::create(loadBuilder, value.getLoc(), buffer,
+                                       loop.linearIndex)
+                    .getResult();
       loop.loaded[value] = loaded;
       return loaded;
     }
@@ -701,8 +744,9 @@ private:
     if (!materializeFailed)
       generator.emitError(currentOp, "cannot keep a value of type ")
           << value.getType()
-          << " for the adjoint of this op yet (only scalars can be stored "
-             "per loop iteration)";
+          << " for the adjoint of this op yet (only scalars, and statically "
+             "shaped tensors in loops whose trip count is known at entry, "
+             "can be stored per iteration)";
     materializeFailed = true;
     OpBuilder prologue = OpBuilder::atBlockBegin(body);
     return ub::PoisonOp::create(prologue, value.getLoc(), value.getType());

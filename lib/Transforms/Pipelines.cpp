@@ -33,6 +33,9 @@ static void addBufferization(OpPassManager &pm) {
   options.bufferizeFunctionBoundaries = true;
   options.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
+  // A loop may yield a tensor computed in its body (h = tanh(W h)); the
+  // ownership-based deallocation below frees the previous iteration's.
+  options.allowReturnAllocsFromLoops = true;
   pm.addPass(bufferization::createOneShotBufferizePass(options));
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createConvertBufferizationToMemRefPass());

@@ -3425,6 +3425,208 @@ func.func @check_tensor_loop_insert(%point: i64, %p0: f64, %p1: f64) {
   return
 }
 
+func.func @case_tensor_loop_recurrence(%a: f64, %b: f64) -> f64 {
+  %W_e = tensor.empty() : tensor<3x3xf64>
+  %W = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%W_e : tensor<3x3xf64>) {
+  ^bb0(%W_x: f64, %W_y: f64, %W_o: f64):
+    %W_p0 = arith.constant 0.25 : f64
+    %W_i0 = linalg.index 0 : index
+    %W_l0 = arith.index_cast %W_i0 : index to i64
+    %W_f0 = arith.sitofp %W_l0 : i64 to f64
+    %W_c0 = arith.constant 1.3 : f64
+    %W_m0 = arith.mulf %W_f0, %W_c0 : f64
+    %W_p1 = arith.addf %W_p0, %W_m0 : f64
+    %W_i1 = linalg.index 1 : index
+    %W_l1 = arith.index_cast %W_i1 : index to i64
+    %W_f1 = arith.sitofp %W_l1 : i64 to f64
+    %W_c1 = arith.constant 1.9 : f64
+    %W_m1 = arith.mulf %W_f1, %W_c1 : f64
+    %W_p2 = arith.addf %W_p1, %W_m1 : f64
+    %W_s = math.sin %W_p2 : f64
+    %W_k = math.cos %W_p2 : f64
+    %W_u = arith.mulf %W_x, %W_s : f64
+    %W_v = arith.mulf %W_y, %W_k : f64
+    %W_w = arith.addf %W_u, %W_v : f64
+    linalg.yield %W_w : f64
+  } -> tensor<3x3xf64>
+  %H_e = tensor.empty() : tensor<3xf64>
+  %H = linalg.generic {indexing_maps = [affine_map<(d0) -> ()>, affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%b, %a : f64, f64) outs(%H_e : tensor<3xf64>) {
+  ^bb0(%H_x: f64, %H_y: f64, %H_o: f64):
+    %H_p0 = arith.constant 1.25 : f64
+    %H_i0 = linalg.index 0 : index
+    %H_l0 = arith.index_cast %H_i0 : index to i64
+    %H_f0 = arith.sitofp %H_l0 : i64 to f64
+    %H_c0 = arith.constant 1.3 : f64
+    %H_m0 = arith.mulf %H_f0, %H_c0 : f64
+    %H_p1 = arith.addf %H_p0, %H_m0 : f64
+    %H_s = math.sin %H_p1 : f64
+    %H_k = math.cos %H_p1 : f64
+    %H_u = arith.mulf %H_x, %H_s : f64
+    %H_v = arith.mulf %H_y, %H_k : f64
+    %H_w = arith.addf %H_u, %H_v : f64
+    linalg.yield %H_w : f64
+  } -> tensor<3xf64>
+  %U_e = tensor.empty() : tensor<3xf64>
+  %U = linalg.generic {indexing_maps = [affine_map<(d0) -> ()>, affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%a, %a : f64, f64) outs(%U_e : tensor<3xf64>) {
+  ^bb0(%U_x: f64, %U_y: f64, %U_o: f64):
+    %U_p0 = arith.constant 2.25 : f64
+    %U_i0 = linalg.index 0 : index
+    %U_l0 = arith.index_cast %U_i0 : index to i64
+    %U_f0 = arith.sitofp %U_l0 : i64 to f64
+    %U_c0 = arith.constant 1.3 : f64
+    %U_m0 = arith.mulf %U_f0, %U_c0 : f64
+    %U_p1 = arith.addf %U_p0, %U_m0 : f64
+    %U_s = math.sin %U_p1 : f64
+    %U_k = math.cos %U_p1 : f64
+    %U_u = arith.mulf %U_x, %U_s : f64
+    %U_v = arith.mulf %U_y, %U_k : f64
+    %U_w = arith.addf %U_u, %U_v : f64
+    linalg.yield %U_w : f64
+  } -> tensor<3xf64>
+  %i0 = arith.constant 0 : index
+  %i1 = arith.constant 1 : index
+  %i4 = arith.constant 4 : index
+  %C = scf.for %i = %i0 to %i4 step %i1 iter_args(%h = %H) -> (tensor<3xf64>) {
+    %rz = arith.constant 0.0 : f64
+    %re = tensor.empty() : tensor<3xf64>
+    %rf = linalg.fill ins(%rz : f64) outs(%re : tensor<3xf64>) -> tensor<3xf64>
+    %m = linalg.matvec ins(%W, %h : tensor<3x3xf64>, tensor<3xf64>) outs(%rf : tensor<3xf64>) -> tensor<3xf64>
+    %uh = arith.mulf %U, %h : tensor<3xf64>
+    %s = arith.addf %m, %uh : tensor<3xf64>
+    %n = math.tanh %s : tensor<3xf64>
+    scf.yield %n : tensor<3xf64>
+  }
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<3xf64>) outs(%l_init : tensor<f64>) dimensions = [0]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @case_tensor_loop_recurrence_ref(%a: f64, %b: f64) -> f64 {
+  %W_e = tensor.empty() : tensor<3x3xf64>
+  %W = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%W_e : tensor<3x3xf64>) {
+  ^bb0(%W_x: f64, %W_y: f64, %W_o: f64):
+    %W_p0 = arith.constant 0.25 : f64
+    %W_i0 = linalg.index 0 : index
+    %W_l0 = arith.index_cast %W_i0 : index to i64
+    %W_f0 = arith.sitofp %W_l0 : i64 to f64
+    %W_c0 = arith.constant 1.3 : f64
+    %W_m0 = arith.mulf %W_f0, %W_c0 : f64
+    %W_p1 = arith.addf %W_p0, %W_m0 : f64
+    %W_i1 = linalg.index 1 : index
+    %W_l1 = arith.index_cast %W_i1 : index to i64
+    %W_f1 = arith.sitofp %W_l1 : i64 to f64
+    %W_c1 = arith.constant 1.9 : f64
+    %W_m1 = arith.mulf %W_f1, %W_c1 : f64
+    %W_p2 = arith.addf %W_p1, %W_m1 : f64
+    %W_s = math.sin %W_p2 : f64
+    %W_k = math.cos %W_p2 : f64
+    %W_u = arith.mulf %W_x, %W_s : f64
+    %W_v = arith.mulf %W_y, %W_k : f64
+    %W_w = arith.addf %W_u, %W_v : f64
+    linalg.yield %W_w : f64
+  } -> tensor<3x3xf64>
+  %H_e = tensor.empty() : tensor<3xf64>
+  %H = linalg.generic {indexing_maps = [affine_map<(d0) -> ()>, affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%b, %a : f64, f64) outs(%H_e : tensor<3xf64>) {
+  ^bb0(%H_x: f64, %H_y: f64, %H_o: f64):
+    %H_p0 = arith.constant 1.25 : f64
+    %H_i0 = linalg.index 0 : index
+    %H_l0 = arith.index_cast %H_i0 : index to i64
+    %H_f0 = arith.sitofp %H_l0 : i64 to f64
+    %H_c0 = arith.constant 1.3 : f64
+    %H_m0 = arith.mulf %H_f0, %H_c0 : f64
+    %H_p1 = arith.addf %H_p0, %H_m0 : f64
+    %H_s = math.sin %H_p1 : f64
+    %H_k = math.cos %H_p1 : f64
+    %H_u = arith.mulf %H_x, %H_s : f64
+    %H_v = arith.mulf %H_y, %H_k : f64
+    %H_w = arith.addf %H_u, %H_v : f64
+    linalg.yield %H_w : f64
+  } -> tensor<3xf64>
+  %U_e = tensor.empty() : tensor<3xf64>
+  %U = linalg.generic {indexing_maps = [affine_map<(d0) -> ()>, affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%a, %a : f64, f64) outs(%U_e : tensor<3xf64>) {
+  ^bb0(%U_x: f64, %U_y: f64, %U_o: f64):
+    %U_p0 = arith.constant 2.25 : f64
+    %U_i0 = linalg.index 0 : index
+    %U_l0 = arith.index_cast %U_i0 : index to i64
+    %U_f0 = arith.sitofp %U_l0 : i64 to f64
+    %U_c0 = arith.constant 1.3 : f64
+    %U_m0 = arith.mulf %U_f0, %U_c0 : f64
+    %U_p1 = arith.addf %U_p0, %U_m0 : f64
+    %U_s = math.sin %U_p1 : f64
+    %U_k = math.cos %U_p1 : f64
+    %U_u = arith.mulf %U_x, %U_s : f64
+    %U_v = arith.mulf %U_y, %U_k : f64
+    %U_w = arith.addf %U_u, %U_v : f64
+    linalg.yield %U_w : f64
+  } -> tensor<3xf64>
+  %i0 = arith.constant 0 : index
+  %i1 = arith.constant 1 : index
+  %i4 = arith.constant 4 : index
+  %C = scf.for %i = %i0 to %i4 step %i1 iter_args(%h = %H) -> (tensor<3xf64>) {
+    %rz = arith.constant 0.0 : f64
+    %re = tensor.empty() : tensor<3xf64>
+    %rf = linalg.fill ins(%rz : f64) outs(%re : tensor<3xf64>) -> tensor<3xf64>
+    %m = linalg.matvec ins(%W, %h : tensor<3x3xf64>, tensor<3xf64>) outs(%rf : tensor<3xf64>) -> tensor<3xf64>
+    %uh = arith.mulf %U, %h : tensor<3xf64>
+    %s = arith.addf %m, %uh : tensor<3xf64>
+    %n = math.tanh %s : tensor<3xf64>
+    scf.yield %n : tensor<3xf64>
+  }
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<3xf64>) outs(%l_init : tensor<f64>) dimensions = [0]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @check_tensor_loop_recurrence(%point: i64, %p0: f64, %p1: f64) {
+  %g0, %g1 = ad.grad @case_tensor_loop_recurrence(%p0, %p1) : (f64, f64) -> (f64, f64)
+  %tol = arith.constant 1.000000e-06 : f64
+  %xp0, %xm0 = func.call @step(%p0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_tensor_loop_recurrence_ref(%xp0, %p1) : (f64, f64) -> f64
+  %fm0 = func.call @case_tensor_loop_recurrence_ref(%xm0, %p1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "tensor_loop_recurrence p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%g0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %xp1, %xm1 = func.call @step(%p1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_tensor_loop_recurrence_ref(%p0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_tensor_loop_recurrence_ref(%p0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "tensor_loop_recurrence p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%g1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
 func.func @case_slices(%a: f64, %b: f64) -> f64 {
   %A_e = tensor.empty() : tensor<4x5xf64>
   %A = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%A_e : tensor<4x5xf64>) {
@@ -7201,6 +7403,206 @@ func.func @check_dyn_concat_cast(%point: i64, %p0: f64, %p1: f64) {
   return
 }
 
+func.func @case_dyn_loop_recurrence(%a: f64, %b: f64) -> f64 {
+  %n_z = arith.subf %a, %a : f64
+  %n0_c = arith.constant 0.0 : f64
+  %n0_f = arith.addf %n_z, %n0_c : f64
+  %n0_i = arith.fptosi %n0_f : f64 to i64
+  %n0 = arith.index_cast %n0_i : i64 to index
+  %n1_c = arith.constant 1.0 : f64
+  %n1_f = arith.addf %n_z, %n1_c : f64
+  %n1_i = arith.fptosi %n1_f : f64 to i64
+  %n1 = arith.index_cast %n1_i : i64 to index
+  %n2_c = arith.constant 2.0 : f64
+  %n2_f = arith.addf %n_z, %n2_c : f64
+  %n2_i = arith.fptosi %n2_f : f64 to i64
+  %n2 = arith.index_cast %n2_i : i64 to index
+  %n3_c = arith.constant 3.0 : f64
+  %n3_f = arith.addf %n_z, %n3_c : f64
+  %n3_i = arith.fptosi %n3_f : f64 to i64
+  %n3 = arith.index_cast %n3_i : i64 to index
+  %W_e = tensor.empty() : tensor<3x3xf64>
+  %W = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%W_e : tensor<3x3xf64>) {
+  ^bb0(%W_x: f64, %W_y: f64, %W_o: f64):
+    %W_p0 = arith.constant 0.25 : f64
+    %W_i0 = linalg.index 0 : index
+    %W_l0 = arith.index_cast %W_i0 : index to i64
+    %W_f0 = arith.sitofp %W_l0 : i64 to f64
+    %W_c0 = arith.constant 1.3 : f64
+    %W_m0 = arith.mulf %W_f0, %W_c0 : f64
+    %W_p1 = arith.addf %W_p0, %W_m0 : f64
+    %W_i1 = linalg.index 1 : index
+    %W_l1 = arith.index_cast %W_i1 : index to i64
+    %W_f1 = arith.sitofp %W_l1 : i64 to f64
+    %W_c1 = arith.constant 1.9 : f64
+    %W_m1 = arith.mulf %W_f1, %W_c1 : f64
+    %W_p2 = arith.addf %W_p1, %W_m1 : f64
+    %W_s = math.sin %W_p2 : f64
+    %W_k = math.cos %W_p2 : f64
+    %W_u = arith.mulf %W_x, %W_s : f64
+    %W_v = arith.mulf %W_y, %W_k : f64
+    %W_w = arith.addf %W_u, %W_v : f64
+    linalg.yield %W_w : f64
+  } -> tensor<3x3xf64>
+  %H_e = tensor.empty() : tensor<3xf64>
+  %H = linalg.generic {indexing_maps = [affine_map<(d0) -> ()>, affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%b, %a : f64, f64) outs(%H_e : tensor<3xf64>) {
+  ^bb0(%H_x: f64, %H_y: f64, %H_o: f64):
+    %H_p0 = arith.constant 1.25 : f64
+    %H_i0 = linalg.index 0 : index
+    %H_l0 = arith.index_cast %H_i0 : index to i64
+    %H_f0 = arith.sitofp %H_l0 : i64 to f64
+    %H_c0 = arith.constant 1.3 : f64
+    %H_m0 = arith.mulf %H_f0, %H_c0 : f64
+    %H_p1 = arith.addf %H_p0, %H_m0 : f64
+    %H_s = math.sin %H_p1 : f64
+    %H_k = math.cos %H_p1 : f64
+    %H_u = arith.mulf %H_x, %H_s : f64
+    %H_v = arith.mulf %H_y, %H_k : f64
+    %H_w = arith.addf %H_u, %H_v : f64
+    linalg.yield %H_w : f64
+  } -> tensor<3xf64>
+  %C = scf.for %i = %n0 to %n3 step %n1 iter_args(%h = %H) -> (tensor<3xf64>) {
+    %h2 = scf.for %j = %n0 to %n2 step %n1 iter_args(%g = %h) -> (tensor<3xf64>) {
+      %rz = arith.constant 0.0 : f64
+      %re = tensor.empty() : tensor<3xf64>
+      %rf = linalg.fill ins(%rz : f64) outs(%re : tensor<3xf64>) -> tensor<3xf64>
+      %m = linalg.matvec ins(%W, %g : tensor<3x3xf64>, tensor<3xf64>) outs(%rf : tensor<3xf64>) -> tensor<3xf64>
+      %n = math.sin %m : tensor<3xf64>
+      scf.yield %n : tensor<3xf64>
+    }
+    %q = arith.mulf %h2, %h2 : tensor<3xf64>
+    scf.yield %q : tensor<3xf64>
+  }
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<3xf64>) outs(%l_init : tensor<f64>) dimensions = [0]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @case_dyn_loop_recurrence_ref(%a: f64, %b: f64) -> f64 {
+  %n_z = arith.subf %a, %a : f64
+  %n0_c = arith.constant 0.0 : f64
+  %n0_f = arith.addf %n_z, %n0_c : f64
+  %n0_i = arith.fptosi %n0_f : f64 to i64
+  %n0 = arith.index_cast %n0_i : i64 to index
+  %n1_c = arith.constant 1.0 : f64
+  %n1_f = arith.addf %n_z, %n1_c : f64
+  %n1_i = arith.fptosi %n1_f : f64 to i64
+  %n1 = arith.index_cast %n1_i : i64 to index
+  %n2_c = arith.constant 2.0 : f64
+  %n2_f = arith.addf %n_z, %n2_c : f64
+  %n2_i = arith.fptosi %n2_f : f64 to i64
+  %n2 = arith.index_cast %n2_i : i64 to index
+  %n3_c = arith.constant 3.0 : f64
+  %n3_f = arith.addf %n_z, %n3_c : f64
+  %n3_i = arith.fptosi %n3_f : f64 to i64
+  %n3 = arith.index_cast %n3_i : i64 to index
+  %W_e = tensor.empty() : tensor<3x3xf64>
+  %W = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%W_e : tensor<3x3xf64>) {
+  ^bb0(%W_x: f64, %W_y: f64, %W_o: f64):
+    %W_p0 = arith.constant 0.25 : f64
+    %W_i0 = linalg.index 0 : index
+    %W_l0 = arith.index_cast %W_i0 : index to i64
+    %W_f0 = arith.sitofp %W_l0 : i64 to f64
+    %W_c0 = arith.constant 1.3 : f64
+    %W_m0 = arith.mulf %W_f0, %W_c0 : f64
+    %W_p1 = arith.addf %W_p0, %W_m0 : f64
+    %W_i1 = linalg.index 1 : index
+    %W_l1 = arith.index_cast %W_i1 : index to i64
+    %W_f1 = arith.sitofp %W_l1 : i64 to f64
+    %W_c1 = arith.constant 1.9 : f64
+    %W_m1 = arith.mulf %W_f1, %W_c1 : f64
+    %W_p2 = arith.addf %W_p1, %W_m1 : f64
+    %W_s = math.sin %W_p2 : f64
+    %W_k = math.cos %W_p2 : f64
+    %W_u = arith.mulf %W_x, %W_s : f64
+    %W_v = arith.mulf %W_y, %W_k : f64
+    %W_w = arith.addf %W_u, %W_v : f64
+    linalg.yield %W_w : f64
+  } -> tensor<3x3xf64>
+  %H_e = tensor.empty() : tensor<3xf64>
+  %H = linalg.generic {indexing_maps = [affine_map<(d0) -> ()>, affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%b, %a : f64, f64) outs(%H_e : tensor<3xf64>) {
+  ^bb0(%H_x: f64, %H_y: f64, %H_o: f64):
+    %H_p0 = arith.constant 1.25 : f64
+    %H_i0 = linalg.index 0 : index
+    %H_l0 = arith.index_cast %H_i0 : index to i64
+    %H_f0 = arith.sitofp %H_l0 : i64 to f64
+    %H_c0 = arith.constant 1.3 : f64
+    %H_m0 = arith.mulf %H_f0, %H_c0 : f64
+    %H_p1 = arith.addf %H_p0, %H_m0 : f64
+    %H_s = math.sin %H_p1 : f64
+    %H_k = math.cos %H_p1 : f64
+    %H_u = arith.mulf %H_x, %H_s : f64
+    %H_v = arith.mulf %H_y, %H_k : f64
+    %H_w = arith.addf %H_u, %H_v : f64
+    linalg.yield %H_w : f64
+  } -> tensor<3xf64>
+  %C = scf.for %i = %n0 to %n3 step %n1 iter_args(%h = %H) -> (tensor<3xf64>) {
+    %h2 = scf.for %j = %n0 to %n2 step %n1 iter_args(%g = %h) -> (tensor<3xf64>) {
+      %rz = arith.constant 0.0 : f64
+      %re = tensor.empty() : tensor<3xf64>
+      %rf = linalg.fill ins(%rz : f64) outs(%re : tensor<3xf64>) -> tensor<3xf64>
+      %m = linalg.matvec ins(%W, %g : tensor<3x3xf64>, tensor<3xf64>) outs(%rf : tensor<3xf64>) -> tensor<3xf64>
+      %n = math.sin %m : tensor<3xf64>
+      scf.yield %n : tensor<3xf64>
+    }
+    %q = arith.mulf %h2, %h2 : tensor<3xf64>
+    scf.yield %q : tensor<3xf64>
+  }
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<3xf64>) outs(%l_init : tensor<f64>) dimensions = [0]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @check_dyn_loop_recurrence(%point: i64, %p0: f64, %p1: f64) {
+  %g0, %g1 = ad.grad @case_dyn_loop_recurrence(%p0, %p1) : (f64, f64) -> (f64, f64)
+  %tol = arith.constant 1.000000e-06 : f64
+  %xp0, %xm0 = func.call @step(%p0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_dyn_loop_recurrence_ref(%xp0, %p1) : (f64, f64) -> f64
+  %fm0 = func.call @case_dyn_loop_recurrence_ref(%xm0, %p1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "dyn_loop_recurrence p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%g0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %xp1, %xm1 = func.call @step(%p1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_dyn_loop_recurrence_ref(%p0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_dyn_loop_recurrence_ref(%p0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "dyn_loop_recurrence p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%g1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
 func.func @case_dyn_loop_insert(%a: f64, %b: f64) -> f64 {
   %n_z = arith.subf %a, %a : f64
   %n0_c = arith.constant 0.0 : f64
@@ -7531,6 +7933,14 @@ func.func @main() {
   %tensor_loop_insert_1_1 = arith.constant 0.9 : f64
   %tensor_loop_insert_1_id = arith.constant 1 : i64
   func.call @check_tensor_loop_insert(%tensor_loop_insert_1_id, %tensor_loop_insert_1_0, %tensor_loop_insert_1_1) : (i64, f64, f64) -> ()
+  %tensor_loop_recurrence_0_0 = arith.constant 0.7 : f64
+  %tensor_loop_recurrence_0_1 = arith.constant -0.4 : f64
+  %tensor_loop_recurrence_0_id = arith.constant 0 : i64
+  func.call @check_tensor_loop_recurrence(%tensor_loop_recurrence_0_id, %tensor_loop_recurrence_0_0, %tensor_loop_recurrence_0_1) : (i64, f64, f64) -> ()
+  %tensor_loop_recurrence_1_0 = arith.constant -0.3 : f64
+  %tensor_loop_recurrence_1_1 = arith.constant 0.9 : f64
+  %tensor_loop_recurrence_1_id = arith.constant 1 : i64
+  func.call @check_tensor_loop_recurrence(%tensor_loop_recurrence_1_id, %tensor_loop_recurrence_1_0, %tensor_loop_recurrence_1_1) : (i64, f64, f64) -> ()
   %slices_0_0 = arith.constant 0.7 : f64
   %slices_0_1 = arith.constant -0.4 : f64
   %slices_0_id = arith.constant 0 : i64
@@ -7707,6 +8117,14 @@ func.func @main() {
   %dyn_concat_cast_1_1 = arith.constant 0.9 : f64
   %dyn_concat_cast_1_id = arith.constant 1 : i64
   func.call @check_dyn_concat_cast(%dyn_concat_cast_1_id, %dyn_concat_cast_1_0, %dyn_concat_cast_1_1) : (i64, f64, f64) -> ()
+  %dyn_loop_recurrence_0_0 = arith.constant 0.7 : f64
+  %dyn_loop_recurrence_0_1 = arith.constant -0.4 : f64
+  %dyn_loop_recurrence_0_id = arith.constant 0 : i64
+  func.call @check_dyn_loop_recurrence(%dyn_loop_recurrence_0_id, %dyn_loop_recurrence_0_0, %dyn_loop_recurrence_0_1) : (i64, f64, f64) -> ()
+  %dyn_loop_recurrence_1_0 = arith.constant -0.3 : f64
+  %dyn_loop_recurrence_1_1 = arith.constant 0.9 : f64
+  %dyn_loop_recurrence_1_id = arith.constant 1 : i64
+  func.call @check_dyn_loop_recurrence(%dyn_loop_recurrence_1_id, %dyn_loop_recurrence_1_0, %dyn_loop_recurrence_1_1) : (i64, f64, f64) -> ()
   %dyn_loop_insert_0_0 = arith.constant 0.7 : f64
   %dyn_loop_insert_0_1 = arith.constant -0.4 : f64
   %dyn_loop_insert_0_id = arith.constant 0 : i64
@@ -7811,6 +8229,10 @@ func.func @main() {
 // CHECK: tensor_loop_insert p0 db: ok
 // CHECK: tensor_loop_insert p1 da: ok
 // CHECK: tensor_loop_insert p1 db: ok
+// CHECK: tensor_loop_recurrence p0 da: ok
+// CHECK: tensor_loop_recurrence p0 db: ok
+// CHECK: tensor_loop_recurrence p1 da: ok
+// CHECK: tensor_loop_recurrence p1 db: ok
 // CHECK: slices p0 da: ok
 // CHECK: slices p0 db: ok
 // CHECK: slices p1 da: ok
@@ -7899,6 +8321,10 @@ func.func @main() {
 // CHECK: dyn_concat_cast p0 db: ok
 // CHECK: dyn_concat_cast p1 da: ok
 // CHECK: dyn_concat_cast p1 db: ok
+// CHECK: dyn_loop_recurrence p0 da: ok
+// CHECK: dyn_loop_recurrence p0 db: ok
+// CHECK: dyn_loop_recurrence p1 da: ok
+// CHECK: dyn_loop_recurrence p1 db: ok
 // CHECK: dyn_loop_insert p0 da: ok
 // CHECK: dyn_loop_insert p0 db: ok
 // CHECK: dyn_loop_insert p1 da: ok

@@ -183,3 +183,39 @@ func.func @dyn_grad(%a: tensor<?xf64>) -> tensor<?xf64> {
   %g = ad.grad @dyn(%a) : (tensor<?xf64>) -> tensor<?xf64>
   return %g : tensor<?xf64>
 }
+
+// -----
+
+// A recurrence on tensors: each iteration's input and tanh result go to a
+// buffer with one row per iteration (allocated once, with the trip count),
+// written in place with materialize_in_destination and read back in the
+// reverse loop through a subview.
+// CHECK-LABEL: func.func private @rnn_ad_fwd_0_1
+// CHECK: %[[BUF:.*]] = memref.alloc(%{{.*}}) : memref<?x3xf64>
+// CHECK: scf.for
+// CHECK: %[[ROW:.*]] = memref.subview %[[BUF]][%{{.*}}, 0] [1, 3] [1, 1] : memref<?x3xf64> to memref<3xf64, strided<[1], offset: ?>>
+// CHECK: bufferization.materialize_in_destination %{{.*}} in restrict writable %[[ROW]]
+// CHECK-LABEL: func.func private @rnn_ad_pb_0_1
+// CHECK: scf.for
+// CHECK: %[[READ:.*]] = memref.subview %{{.*}}[%{{.*}}, 0] [1, 3] [1, 1]
+// CHECK: bufferization.to_tensor %[[READ]] restrict : memref<3xf64, strided<[1], offset: ?>> to tensor<3xf64>
+func.func @rnn(%w: tensor<3x3xf64>, %h0: tensor<3xf64>) -> tensor<3xf64> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %z = arith.constant 0.0 : f64
+  %h = scf.for %i = %c0 to %c4 step %c1 iter_args(%hi = %h0) -> (tensor<3xf64>) {
+    %e = tensor.empty() : tensor<3xf64>
+    %f = linalg.fill ins(%z : f64) outs(%e : tensor<3xf64>) -> tensor<3xf64>
+    %m = linalg.matvec ins(%w, %hi : tensor<3x3xf64>, tensor<3xf64>) outs(%f : tensor<3xf64>) -> tensor<3xf64>
+    %t = math.tanh %m : tensor<3xf64>
+    scf.yield %t : tensor<3xf64>
+  }
+  return %h : tensor<3xf64>
+}
+
+func.func @rnn_vjp(%w: tensor<3x3xf64>, %h0: tensor<3xf64>, %dy: tensor<3xf64>) -> (tensor<3x3xf64>, tensor<3xf64>) {
+  %y, %pb = ad.forward @rnn(%w, %h0) : (tensor<3x3xf64>, tensor<3xf64>) -> (tensor<3xf64>, !ad.pullback<(tensor<3xf64>) -> (tensor<3x3xf64>, tensor<3xf64>)>)
+  %gw, %gh = ad.pullback %pb(%dy) : !ad.pullback<(tensor<3xf64>) -> (tensor<3x3xf64>, tensor<3xf64>)>
+  return %gw, %gh : tensor<3x3xf64>, tensor<3xf64>
+}
