@@ -984,6 +984,31 @@ TENSORS = {
          "%S = linalg.abs ins(%N : tensor<2x3x{t}>) outs(%O4 : tensor<2x3x{t}>) -> tensor<2x3x{t}>",
          "%C = arith.mulf %G, %S : tensor<2x3x{t}>"] +
         loss("C", [2, 3])),
+    # The remaining elementwise named ops, and linalg.elementwise.
+    "named_rest": tensor_case(
+        build("A", [2, 3], "a", "b", 0) + build("B", [2, 3], "b", "a", 1) +
+        [line for k in range(1, 12) for line in zeros(f"O{k}", [2, 3])] +
+        ["%EA = math.exp %A : tensor<2x3x{t}>",
+         "%R1 = linalg.reciprocal ins(%EA : tensor<2x3x{t}>) outs(%O1 : tensor<2x3x{t}>) -> tensor<2x3x{t}>",
+         "%R2 = linalg.rsqrt ins(%EA : tensor<2x3x{t}>) outs(%O2 : tensor<2x3x{t}>) -> tensor<2x3x{t}>",
+         "%R3 = linalg.square ins(%B : tensor<2x3x{t}>) outs(%O3 : tensor<2x3x{t}>) -> tensor<2x3x{t}>",
+         "%R4 = linalg.tanh ins(%A : tensor<2x3x{t}>) outs(%O4 : tensor<2x3x{t}>) -> tensor<2x3x{t}>",
+         "%R5 = linalg.erf ins(%B : tensor<2x3x{t}>) outs(%O5 : tensor<2x3x{t}>) -> tensor<2x3x{t}>",
+         "%R6 = linalg.powf ins(%EA, %B : tensor<2x3x{t}>, tensor<2x3x{t}>) outs(%O6 : tensor<2x3x{t}>) -> tensor<2x3x{t}>",
+         "%R7 = linalg.floor ins(%R6 : tensor<2x3x{t}>) outs(%O7 : tensor<2x3x{t}>) -> tensor<2x3x{t}>",
+         "%R8 = linalg.ceil ins(%R5 : tensor<2x3x{t}>) outs(%O8 : tensor<2x3x{t}>) -> tensor<2x3x{t}>",
+         "%R9 = linalg.round ins(%R4 : tensor<2x3x{t}>) outs(%O9 : tensor<2x3x{t}>) -> tensor<2x3x{t}>",
+         "%cond = arith.cmpf olt, %A, %B : tensor<2x3x{t}>",
+         "%R10 = linalg.select ins(%cond, %R1, %R2 : tensor<2x3xi1>, tensor<2x3x{t}>, tensor<2x3x{t}>) outs(%O10 : tensor<2x3x{t}>) -> tensor<2x3x{t}>",
+         "%R11 = linalg.elementwise kind=#linalg.elementwise_kind<exp> ins(%R3 : tensor<2x3x{t}>) outs(%O11 : tensor<2x3x{t}>) -> tensor<2x3x{t}>",
+         "%S1 = arith.addf %R10, %R11 : tensor<2x3x{t}>",
+         "%S2 = arith.mulf %R4, %R5 : tensor<2x3x{t}>",
+         "%S3 = arith.addf %S1, %S2 : tensor<2x3x{t}>",
+         "%S4 = arith.mulf %R6, %R7 : tensor<2x3x{t}>",
+         "%S5 = arith.addf %S3, %S4 : tensor<2x3x{t}>",
+         "%S6 = arith.mulf %R8, %R9 : tensor<2x3x{t}>",
+         "%C = arith.addf %S5, %S6 : tensor<2x3x{t}>"] +
+        loss("C", [2, 3])),
     "map": tensor_case(
         build("A", [2, 3], "a", "b", 0) + build("B", [2, 3], "b", "a", 1) +
         zeros("O", [2, 3]) +

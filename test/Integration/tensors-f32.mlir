@@ -2183,6 +2183,272 @@ func.func @check_max_min_negf_abs(%point: i64, %p0: f64, %p1: f64) {
   return
 }
 
+func.func @case_named_rest(%a: f32, %b: f32) -> f32 {
+  %A_e = tensor.empty() : tensor<2x3xf32>
+  %A = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f32, f32) outs(%A_e : tensor<2x3xf32>) {
+  ^bb0(%A_x: f32, %A_y: f32, %A_o: f32):
+    %A_p0 = arith.constant 0.25 : f32
+    %A_i0 = linalg.index 0 : index
+    %A_l0 = arith.index_cast %A_i0 : index to i64
+    %A_f0 = arith.sitofp %A_l0 : i64 to f32
+    %A_c0 = arith.constant 1.3 : f32
+    %A_m0 = arith.mulf %A_f0, %A_c0 : f32
+    %A_p1 = arith.addf %A_p0, %A_m0 : f32
+    %A_i1 = linalg.index 1 : index
+    %A_l1 = arith.index_cast %A_i1 : index to i64
+    %A_f1 = arith.sitofp %A_l1 : i64 to f32
+    %A_c1 = arith.constant 1.9 : f32
+    %A_m1 = arith.mulf %A_f1, %A_c1 : f32
+    %A_p2 = arith.addf %A_p1, %A_m1 : f32
+    %A_s = math.sin %A_p2 : f32
+    %A_k = math.cos %A_p2 : f32
+    %A_u = arith.mulf %A_x, %A_s : f32
+    %A_v = arith.mulf %A_y, %A_k : f32
+    %A_w = arith.addf %A_u, %A_v : f32
+    linalg.yield %A_w : f32
+  } -> tensor<2x3xf32>
+  %B_e = tensor.empty() : tensor<2x3xf32>
+  %B = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%b, %a : f32, f32) outs(%B_e : tensor<2x3xf32>) {
+  ^bb0(%B_x: f32, %B_y: f32, %B_o: f32):
+    %B_p0 = arith.constant 1.25 : f32
+    %B_i0 = linalg.index 0 : index
+    %B_l0 = arith.index_cast %B_i0 : index to i64
+    %B_f0 = arith.sitofp %B_l0 : i64 to f32
+    %B_c0 = arith.constant 1.3 : f32
+    %B_m0 = arith.mulf %B_f0, %B_c0 : f32
+    %B_p1 = arith.addf %B_p0, %B_m0 : f32
+    %B_i1 = linalg.index 1 : index
+    %B_l1 = arith.index_cast %B_i1 : index to i64
+    %B_f1 = arith.sitofp %B_l1 : i64 to f32
+    %B_c1 = arith.constant 1.9 : f32
+    %B_m1 = arith.mulf %B_f1, %B_c1 : f32
+    %B_p2 = arith.addf %B_p1, %B_m1 : f32
+    %B_s = math.sin %B_p2 : f32
+    %B_k = math.cos %B_p2 : f32
+    %B_u = arith.mulf %B_x, %B_s : f32
+    %B_v = arith.mulf %B_y, %B_k : f32
+    %B_w = arith.addf %B_u, %B_v : f32
+    linalg.yield %B_w : f32
+  } -> tensor<2x3xf32>
+  %O1_z0 = arith.constant 0.0 : f32
+  %O1_ze = tensor.empty() : tensor<2x3xf32>
+  %O1 = linalg.fill ins(%O1_z0 : f32) outs(%O1_ze : tensor<2x3xf32>) -> tensor<2x3xf32>
+  %O2_z0 = arith.constant 0.0 : f32
+  %O2_ze = tensor.empty() : tensor<2x3xf32>
+  %O2 = linalg.fill ins(%O2_z0 : f32) outs(%O2_ze : tensor<2x3xf32>) -> tensor<2x3xf32>
+  %O3_z0 = arith.constant 0.0 : f32
+  %O3_ze = tensor.empty() : tensor<2x3xf32>
+  %O3 = linalg.fill ins(%O3_z0 : f32) outs(%O3_ze : tensor<2x3xf32>) -> tensor<2x3xf32>
+  %O4_z0 = arith.constant 0.0 : f32
+  %O4_ze = tensor.empty() : tensor<2x3xf32>
+  %O4 = linalg.fill ins(%O4_z0 : f32) outs(%O4_ze : tensor<2x3xf32>) -> tensor<2x3xf32>
+  %O5_z0 = arith.constant 0.0 : f32
+  %O5_ze = tensor.empty() : tensor<2x3xf32>
+  %O5 = linalg.fill ins(%O5_z0 : f32) outs(%O5_ze : tensor<2x3xf32>) -> tensor<2x3xf32>
+  %O6_z0 = arith.constant 0.0 : f32
+  %O6_ze = tensor.empty() : tensor<2x3xf32>
+  %O6 = linalg.fill ins(%O6_z0 : f32) outs(%O6_ze : tensor<2x3xf32>) -> tensor<2x3xf32>
+  %O7_z0 = arith.constant 0.0 : f32
+  %O7_ze = tensor.empty() : tensor<2x3xf32>
+  %O7 = linalg.fill ins(%O7_z0 : f32) outs(%O7_ze : tensor<2x3xf32>) -> tensor<2x3xf32>
+  %O8_z0 = arith.constant 0.0 : f32
+  %O8_ze = tensor.empty() : tensor<2x3xf32>
+  %O8 = linalg.fill ins(%O8_z0 : f32) outs(%O8_ze : tensor<2x3xf32>) -> tensor<2x3xf32>
+  %O9_z0 = arith.constant 0.0 : f32
+  %O9_ze = tensor.empty() : tensor<2x3xf32>
+  %O9 = linalg.fill ins(%O9_z0 : f32) outs(%O9_ze : tensor<2x3xf32>) -> tensor<2x3xf32>
+  %O10_z0 = arith.constant 0.0 : f32
+  %O10_ze = tensor.empty() : tensor<2x3xf32>
+  %O10 = linalg.fill ins(%O10_z0 : f32) outs(%O10_ze : tensor<2x3xf32>) -> tensor<2x3xf32>
+  %O11_z0 = arith.constant 0.0 : f32
+  %O11_ze = tensor.empty() : tensor<2x3xf32>
+  %O11 = linalg.fill ins(%O11_z0 : f32) outs(%O11_ze : tensor<2x3xf32>) -> tensor<2x3xf32>
+  %EA = math.exp %A : tensor<2x3xf32>
+  %R1 = linalg.reciprocal ins(%EA : tensor<2x3xf32>) outs(%O1 : tensor<2x3xf32>) -> tensor<2x3xf32>
+  %R2 = linalg.rsqrt ins(%EA : tensor<2x3xf32>) outs(%O2 : tensor<2x3xf32>) -> tensor<2x3xf32>
+  %R3 = linalg.square ins(%B : tensor<2x3xf32>) outs(%O3 : tensor<2x3xf32>) -> tensor<2x3xf32>
+  %R4 = linalg.tanh ins(%A : tensor<2x3xf32>) outs(%O4 : tensor<2x3xf32>) -> tensor<2x3xf32>
+  %R5 = linalg.erf ins(%B : tensor<2x3xf32>) outs(%O5 : tensor<2x3xf32>) -> tensor<2x3xf32>
+  %R6 = linalg.powf ins(%EA, %B : tensor<2x3xf32>, tensor<2x3xf32>) outs(%O6 : tensor<2x3xf32>) -> tensor<2x3xf32>
+  %R7 = linalg.floor ins(%R6 : tensor<2x3xf32>) outs(%O7 : tensor<2x3xf32>) -> tensor<2x3xf32>
+  %R8 = linalg.ceil ins(%R5 : tensor<2x3xf32>) outs(%O8 : tensor<2x3xf32>) -> tensor<2x3xf32>
+  %R9 = linalg.round ins(%R4 : tensor<2x3xf32>) outs(%O9 : tensor<2x3xf32>) -> tensor<2x3xf32>
+  %cond = arith.cmpf olt, %A, %B : tensor<2x3xf32>
+  %R10 = linalg.select ins(%cond, %R1, %R2 : tensor<2x3xi1>, tensor<2x3xf32>, tensor<2x3xf32>) outs(%O10 : tensor<2x3xf32>) -> tensor<2x3xf32>
+  %R11 = linalg.elementwise kind=#linalg.elementwise_kind<exp> ins(%R3 : tensor<2x3xf32>) outs(%O11 : tensor<2x3xf32>) -> tensor<2x3xf32>
+  %S1 = arith.addf %R10, %R11 : tensor<2x3xf32>
+  %S2 = arith.mulf %R4, %R5 : tensor<2x3xf32>
+  %S3 = arith.addf %S1, %S2 : tensor<2x3xf32>
+  %S4 = arith.mulf %R6, %R7 : tensor<2x3xf32>
+  %S5 = arith.addf %S3, %S4 : tensor<2x3xf32>
+  %S6 = arith.mulf %R8, %R9 : tensor<2x3xf32>
+  %C = arith.addf %S5, %S6 : tensor<2x3xf32>
+  %l_zero = arith.constant 0.0 : f32
+  %l_e = tensor.empty() : tensor<f32>
+  %l_init = linalg.fill ins(%l_zero : f32) outs(%l_e : tensor<f32>) -> tensor<f32>
+  %l_sum = linalg.reduce ins(%C : tensor<2x3xf32>) outs(%l_init : tensor<f32>) dimensions = [0, 1]
+    (%l_in: f32, %l_acc: f32) {
+      %l_third = arith.constant 0.3333 : f32
+      %l_s = math.sin %l_in : f32
+      %l_q = arith.mulf %l_in, %l_in : f32
+      %l_q3 = arith.mulf %l_q, %l_third : f32
+      %l_v = arith.addf %l_s, %l_q3 : f32
+      %l_n = arith.addf %l_acc, %l_v : f32
+      linalg.yield %l_n : f32
+    }
+  %r = tensor.extract %l_sum[] : tensor<f32>
+  return %r : f32
+}
+
+func.func @case_named_rest_ref(%a: f64, %b: f64) -> f64 {
+  %A_e = tensor.empty() : tensor<2x3xf64>
+  %A = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%A_e : tensor<2x3xf64>) {
+  ^bb0(%A_x: f64, %A_y: f64, %A_o: f64):
+    %A_p0 = arith.constant 0.25 : f64
+    %A_i0 = linalg.index 0 : index
+    %A_l0 = arith.index_cast %A_i0 : index to i64
+    %A_f0 = arith.sitofp %A_l0 : i64 to f64
+    %A_c0 = arith.constant 1.3 : f64
+    %A_m0 = arith.mulf %A_f0, %A_c0 : f64
+    %A_p1 = arith.addf %A_p0, %A_m0 : f64
+    %A_i1 = linalg.index 1 : index
+    %A_l1 = arith.index_cast %A_i1 : index to i64
+    %A_f1 = arith.sitofp %A_l1 : i64 to f64
+    %A_c1 = arith.constant 1.9 : f64
+    %A_m1 = arith.mulf %A_f1, %A_c1 : f64
+    %A_p2 = arith.addf %A_p1, %A_m1 : f64
+    %A_s = math.sin %A_p2 : f64
+    %A_k = math.cos %A_p2 : f64
+    %A_u = arith.mulf %A_x, %A_s : f64
+    %A_v = arith.mulf %A_y, %A_k : f64
+    %A_w = arith.addf %A_u, %A_v : f64
+    linalg.yield %A_w : f64
+  } -> tensor<2x3xf64>
+  %B_e = tensor.empty() : tensor<2x3xf64>
+  %B = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%b, %a : f64, f64) outs(%B_e : tensor<2x3xf64>) {
+  ^bb0(%B_x: f64, %B_y: f64, %B_o: f64):
+    %B_p0 = arith.constant 1.25 : f64
+    %B_i0 = linalg.index 0 : index
+    %B_l0 = arith.index_cast %B_i0 : index to i64
+    %B_f0 = arith.sitofp %B_l0 : i64 to f64
+    %B_c0 = arith.constant 1.3 : f64
+    %B_m0 = arith.mulf %B_f0, %B_c0 : f64
+    %B_p1 = arith.addf %B_p0, %B_m0 : f64
+    %B_i1 = linalg.index 1 : index
+    %B_l1 = arith.index_cast %B_i1 : index to i64
+    %B_f1 = arith.sitofp %B_l1 : i64 to f64
+    %B_c1 = arith.constant 1.9 : f64
+    %B_m1 = arith.mulf %B_f1, %B_c1 : f64
+    %B_p2 = arith.addf %B_p1, %B_m1 : f64
+    %B_s = math.sin %B_p2 : f64
+    %B_k = math.cos %B_p2 : f64
+    %B_u = arith.mulf %B_x, %B_s : f64
+    %B_v = arith.mulf %B_y, %B_k : f64
+    %B_w = arith.addf %B_u, %B_v : f64
+    linalg.yield %B_w : f64
+  } -> tensor<2x3xf64>
+  %O1_z0 = arith.constant 0.0 : f64
+  %O1_ze = tensor.empty() : tensor<2x3xf64>
+  %O1 = linalg.fill ins(%O1_z0 : f64) outs(%O1_ze : tensor<2x3xf64>) -> tensor<2x3xf64>
+  %O2_z0 = arith.constant 0.0 : f64
+  %O2_ze = tensor.empty() : tensor<2x3xf64>
+  %O2 = linalg.fill ins(%O2_z0 : f64) outs(%O2_ze : tensor<2x3xf64>) -> tensor<2x3xf64>
+  %O3_z0 = arith.constant 0.0 : f64
+  %O3_ze = tensor.empty() : tensor<2x3xf64>
+  %O3 = linalg.fill ins(%O3_z0 : f64) outs(%O3_ze : tensor<2x3xf64>) -> tensor<2x3xf64>
+  %O4_z0 = arith.constant 0.0 : f64
+  %O4_ze = tensor.empty() : tensor<2x3xf64>
+  %O4 = linalg.fill ins(%O4_z0 : f64) outs(%O4_ze : tensor<2x3xf64>) -> tensor<2x3xf64>
+  %O5_z0 = arith.constant 0.0 : f64
+  %O5_ze = tensor.empty() : tensor<2x3xf64>
+  %O5 = linalg.fill ins(%O5_z0 : f64) outs(%O5_ze : tensor<2x3xf64>) -> tensor<2x3xf64>
+  %O6_z0 = arith.constant 0.0 : f64
+  %O6_ze = tensor.empty() : tensor<2x3xf64>
+  %O6 = linalg.fill ins(%O6_z0 : f64) outs(%O6_ze : tensor<2x3xf64>) -> tensor<2x3xf64>
+  %O7_z0 = arith.constant 0.0 : f64
+  %O7_ze = tensor.empty() : tensor<2x3xf64>
+  %O7 = linalg.fill ins(%O7_z0 : f64) outs(%O7_ze : tensor<2x3xf64>) -> tensor<2x3xf64>
+  %O8_z0 = arith.constant 0.0 : f64
+  %O8_ze = tensor.empty() : tensor<2x3xf64>
+  %O8 = linalg.fill ins(%O8_z0 : f64) outs(%O8_ze : tensor<2x3xf64>) -> tensor<2x3xf64>
+  %O9_z0 = arith.constant 0.0 : f64
+  %O9_ze = tensor.empty() : tensor<2x3xf64>
+  %O9 = linalg.fill ins(%O9_z0 : f64) outs(%O9_ze : tensor<2x3xf64>) -> tensor<2x3xf64>
+  %O10_z0 = arith.constant 0.0 : f64
+  %O10_ze = tensor.empty() : tensor<2x3xf64>
+  %O10 = linalg.fill ins(%O10_z0 : f64) outs(%O10_ze : tensor<2x3xf64>) -> tensor<2x3xf64>
+  %O11_z0 = arith.constant 0.0 : f64
+  %O11_ze = tensor.empty() : tensor<2x3xf64>
+  %O11 = linalg.fill ins(%O11_z0 : f64) outs(%O11_ze : tensor<2x3xf64>) -> tensor<2x3xf64>
+  %EA = math.exp %A : tensor<2x3xf64>
+  %R1 = linalg.reciprocal ins(%EA : tensor<2x3xf64>) outs(%O1 : tensor<2x3xf64>) -> tensor<2x3xf64>
+  %R2 = linalg.rsqrt ins(%EA : tensor<2x3xf64>) outs(%O2 : tensor<2x3xf64>) -> tensor<2x3xf64>
+  %R3 = linalg.square ins(%B : tensor<2x3xf64>) outs(%O3 : tensor<2x3xf64>) -> tensor<2x3xf64>
+  %R4 = linalg.tanh ins(%A : tensor<2x3xf64>) outs(%O4 : tensor<2x3xf64>) -> tensor<2x3xf64>
+  %R5 = linalg.erf ins(%B : tensor<2x3xf64>) outs(%O5 : tensor<2x3xf64>) -> tensor<2x3xf64>
+  %R6 = linalg.powf ins(%EA, %B : tensor<2x3xf64>, tensor<2x3xf64>) outs(%O6 : tensor<2x3xf64>) -> tensor<2x3xf64>
+  %R7 = linalg.floor ins(%R6 : tensor<2x3xf64>) outs(%O7 : tensor<2x3xf64>) -> tensor<2x3xf64>
+  %R8 = linalg.ceil ins(%R5 : tensor<2x3xf64>) outs(%O8 : tensor<2x3xf64>) -> tensor<2x3xf64>
+  %R9 = linalg.round ins(%R4 : tensor<2x3xf64>) outs(%O9 : tensor<2x3xf64>) -> tensor<2x3xf64>
+  %cond = arith.cmpf olt, %A, %B : tensor<2x3xf64>
+  %R10 = linalg.select ins(%cond, %R1, %R2 : tensor<2x3xi1>, tensor<2x3xf64>, tensor<2x3xf64>) outs(%O10 : tensor<2x3xf64>) -> tensor<2x3xf64>
+  %R11 = linalg.elementwise kind=#linalg.elementwise_kind<exp> ins(%R3 : tensor<2x3xf64>) outs(%O11 : tensor<2x3xf64>) -> tensor<2x3xf64>
+  %S1 = arith.addf %R10, %R11 : tensor<2x3xf64>
+  %S2 = arith.mulf %R4, %R5 : tensor<2x3xf64>
+  %S3 = arith.addf %S1, %S2 : tensor<2x3xf64>
+  %S4 = arith.mulf %R6, %R7 : tensor<2x3xf64>
+  %S5 = arith.addf %S3, %S4 : tensor<2x3xf64>
+  %S6 = arith.mulf %R8, %R9 : tensor<2x3xf64>
+  %C = arith.addf %S5, %S6 : tensor<2x3xf64>
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<2x3xf64>) outs(%l_init : tensor<f64>) dimensions = [0, 1]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @check_named_rest(%point: i64, %p0: f64, %p1: f64) {
+  %x0 = arith.truncf %p0 : f64 to f32
+  %e0 = arith.extf %x0 : f32 to f64
+  %x1 = arith.truncf %p1 : f64 to f32
+  %e1 = arith.extf %x1 : f32 to f64
+  %g0, %g1 = ad.grad @case_named_rest(%x0, %x1) : (f32, f32) -> (f32, f32)
+  %tol = arith.constant 1.000000e-05 : f64
+  %gw0 = arith.extf %g0 : f32 to f64
+  %xp0, %xm0 = func.call @step(%e0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_named_rest_ref(%xp0, %e1) : (f64, f64) -> f64
+  %fm0 = func.call @case_named_rest_ref(%xm0, %e1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "named_rest p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%gw0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %gw1 = arith.extf %g1 : f32 to f64
+  %xp1, %xm1 = func.call @step(%e1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_named_rest_ref(%e0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_named_rest_ref(%e0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "named_rest p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%gw1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
 func.func @case_map(%a: f32, %b: f32) -> f32 {
   %A_e = tensor.empty() : tensor<2x3xf32>
   %A = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f32, f32) outs(%A_e : tensor<2x3xf32>) {
@@ -8149,6 +8415,14 @@ func.func @main() {
   %max_min_negf_abs_1_1 = arith.constant 0.9 : f64
   %max_min_negf_abs_1_id = arith.constant 1 : i64
   func.call @check_max_min_negf_abs(%max_min_negf_abs_1_id, %max_min_negf_abs_1_0, %max_min_negf_abs_1_1) : (i64, f64, f64) -> ()
+  %named_rest_0_0 = arith.constant 0.7 : f64
+  %named_rest_0_1 = arith.constant -0.4 : f64
+  %named_rest_0_id = arith.constant 0 : i64
+  func.call @check_named_rest(%named_rest_0_id, %named_rest_0_0, %named_rest_0_1) : (i64, f64, f64) -> ()
+  %named_rest_1_0 = arith.constant -0.3 : f64
+  %named_rest_1_1 = arith.constant 0.9 : f64
+  %named_rest_1_id = arith.constant 1 : i64
+  func.call @check_named_rest(%named_rest_1_id, %named_rest_1_0, %named_rest_1_1) : (i64, f64, f64) -> ()
   %map_0_0 = arith.constant 0.7 : f64
   %map_0_1 = arith.constant -0.4 : f64
   %map_0_id = arith.constant 0 : i64
@@ -8481,6 +8755,10 @@ func.func @main() {
 // CHECK: max_min_negf_abs p0 db: ok
 // CHECK: max_min_negf_abs p1 da: ok
 // CHECK: max_min_negf_abs p1 db: ok
+// CHECK: named_rest p0 da: ok
+// CHECK: named_rest p0 db: ok
+// CHECK: named_rest p1 da: ok
+// CHECK: named_rest p1 db: ok
 // CHECK: map p0 da: ok
 // CHECK: map p0 db: ok
 // CHECK: map p1 da: ok
