@@ -684,6 +684,25 @@ RECURSION_SUPPORT = [
     "  }}",
     "  return %r : {t}",
     "}}",
+    # n steps of v = v + x sin(v) on a tensor, by recursion: each
+    # invocation's tensor goes to its row of the shared tape.
+    "func.func @tensor_steps(%v: tensor<3x{t}>, %x: {t}, %n: i32) -> tensor<3x{t}> {{",
+    "  %c0 = arith.constant 0 : i32",
+    "  %c1 = arith.constant 1 : i32",
+    "  %done = arith.cmpi sle, %n, %c0 : i32",
+    "  %r = scf.if %done -> (tensor<3x{t}>) {{",
+    "    scf.yield %v : tensor<3x{t}>",
+    "  }} else {{",
+    "    %s = math.sin %v : tensor<3x{t}>",
+    "    %xs = tensor.splat %x : tensor<3x{t}>",
+    "    %p = arith.mulf %s, %xs : tensor<3x{t}>",
+    "    %w = arith.addf %p, %v : tensor<3x{t}>",
+    "    %m = arith.subi %n, %c1 : i32",
+    "    %q = func.call @tensor_steps(%w, %x, %m) : (tensor<3x{t}>, {t}, i32) -> tensor<3x{t}>",
+    "    scf.yield %q : tensor<3x{t}>",
+    "  }}",
+    "  return %r : tensor<3x{t}>",
+    "}}",
     # f(n) = f(n-1) + x f(n-2), f(0) = 1, f(1) = x: a Fibonacci on floats.
     "func.func @fib(%x: {t}, %n: i32) -> {t} {{",
     "  %c1 = arith.constant 1 : i32",
@@ -768,6 +787,17 @@ RECURSION = {
     "recursive_power": (1, program([
         "%r = func.call @power(%a, %n0) : ({t}, i32) -> {t}"]),
         [(1.3, 5), (0.8, 0), (-1.1, 2)], None, ["i32"]),
+    "tensor_recursion": (1, program([
+        "%v0 = tensor.splat %a : tensor<3x{t}>",
+        "%offsets = arith.constant dense<[0.0, 0.5, 1.0]> : tensor<3x{t}>",
+        "%v1 = arith.addf %v0, %offsets : tensor<3x{t}>",
+        "%vr = func.call @tensor_steps(%v1, %a, %n0) : (tensor<3x{t}>, {t}, i32) -> tensor<3x{t}>",
+        "%i0 = arith.constant 0 : index",
+        "%i2 = arith.constant 2 : index",
+        "%e0 = tensor.extract %vr[%i0] : tensor<3x{t}>",
+        "%e2 = tensor.extract %vr[%i2] : tensor<3x{t}>",
+        "%r = arith.mulf %e0, %e2 : {t}"]),
+        [(0.7, 4), (-0.4, 0), (1.1, 2)], None, ["i32"]),
     "fibonacci": (1, program([
         "%r = func.call @fib(%a, %n0) : ({t}, i32) -> {t}"]),
         [(0.7, 7), (1.2, 1), (-0.4, 5)], None, ["i32"]),
@@ -1115,6 +1145,46 @@ TENSORS = {
          "  scf.yield %n : tensor<3x{t}>",
          "}}"] +
         loss("C", [3])),
+    # A tensor updated in a while loop whose trip count depends on the
+    # arguments: each iteration's tensors go to rows of the growable tape.
+    "tensor_while": tensor_case(
+        build("A", [2, 3], "a", "b", 0) +
+        ["%w_one = arith.constant 1.0 : {t}",
+         # 17 to 24 iterations: the tape (16 rows at first) grows.
+         "%w_grow = arith.constant 1.1 : {t}",
+         "%w_tenth = arith.constant 0.1 : {t}",
+         "%w_a2 = arith.mulf %a, %a : {t}",
+         "%w_aa = arith.mulf %w_a2, %w_tenth : {t}",
+         "%w_f = arith.addf %w_grow, %w_aa : {t}",
+         "%C, %w_s = scf.while (%v = %A, %s = %w_one) : (tensor<2x3x{t}>, {t}) -> (tensor<2x3x{t}>, {t}) {{",
+         "  %w_ten = arith.constant 10.0 : {t}",
+         "  %w_go = arith.cmpf olt, %s, %w_ten : {t}",
+         "  scf.condition(%w_go) %v, %s : tensor<2x3x{t}>, {t}",
+         "}} do {{",
+         "^bb0(%v: tensor<2x3x{t}>, %s: {t}):",
+         "  %w_sin = math.sin %v : tensor<2x3x{t}>",
+         "  %w_x = arith.mulf %w_sin, %v : tensor<2x3x{t}>",
+         "  %w_y = arith.addf %w_x, %A : tensor<2x3x{t}>",
+         "  %w_s2 = arith.mulf %s, %w_f : {t}",
+         "  scf.yield %w_y, %w_s2 : tensor<2x3x{t}>, {t}",
+         "}}"] +
+        loss("C", [2, 3])),
+    # Tensors computed in a branch and read by the adjoint: the forward if
+    # carries them out. The points take both branches.
+    "tensor_if": tensor_case(
+        build("A", [2, 3], "a", "b", 0) +
+        ["%f_zero = arith.constant 0.0 : {t}",
+         "%f_pos = arith.cmpf ogt, %a, %f_zero : {t}",
+         "%C = scf.if %f_pos -> (tensor<2x3x{t}>) {{",
+         "  %f_s = math.sin %A : tensor<2x3x{t}>",
+         "  %f_p = arith.mulf %f_s, %A : tensor<2x3x{t}>",
+         "  scf.yield %f_p : tensor<2x3x{t}>",
+         "}} else {{",
+         "  %f_e = math.exp %A : tensor<2x3x{t}>",
+         "  %f_q = arith.mulf %f_e, %f_e : tensor<2x3x{t}>",
+         "  scf.yield %f_q : tensor<2x3x{t}>",
+         "}}"] +
+        loss("C", [2, 3])),
     "slices": tensor_case(
         build("A", [4, 5], "a", "b", 0) + build("B", [2, 3], "b", "a", 1) +
         ["%S = tensor.extract_slice %A[1, 1] [2, 3] [1, 1] : tensor<4x5x{t}> to tensor<2x3x{t}>",

@@ -1,7 +1,7 @@
 //===- TapeUtils.cpp - growable tapes of f64 slots --------------*- C++ -*-===//
 //
 // Builders for growable tapes: creation, doubling, and the encoding of
-// scalars of any type into f64 slots.
+// scalars of any type (and tensors of floats, elementwise) into f64 slots.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,6 +10,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/TypeUtilities.h"
 
 using namespace mlir;
 
@@ -47,6 +48,12 @@ Value mlir::ad::growTapeIfFull(OpBuilder &b, Location loc, Value tape,
 Value mlir::ad::encodeAsF64(OpBuilder &b, Location loc, Value value) {
   Type type = value.getType();
   Type f64 = b.getF64Type();
+  // A tensor of floats is encoded elementwise.
+  if (auto tensorType = dyn_cast<RankedTensorType>(type)) {
+    if (tensorType.getElementType() == f64)
+      return value;
+    return arith::ExtFOp::create(b, loc, tensorType.clone(f64), value);
+  }
   if (type == f64)
     return value;
   if (isa<FloatType>(type))
@@ -61,9 +68,9 @@ Value mlir::ad::encodeAsF64(OpBuilder &b, Location loc, Value value) {
 
 Value mlir::ad::decodeFromF64(OpBuilder &b, Location loc, Value slot,
                               Type type) {
-  if (type == b.getF64Type())
+  if (type == slot.getType())
     return slot;
-  if (isa<FloatType>(type))
+  if (isa<FloatType>(getElementTypeOrSelf(type)))
     return arith::TruncFOp::create(b, loc, type, slot);
   Value bits = arith::BitcastOp::create(b, loc, b.getI64Type(), slot);
   if (type.isIndex())

@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Transforms/RegionUtils.h"
 
@@ -72,7 +73,13 @@ static SmallVector<Value> currentCotangents(ArrayRef<Value> values,
   return cotangents;
 }
 
-static Value zeroOf(OpBuilder &b, Location loc, Type type) {
+/// What a branch not taken yields for a value another branch carries out
+/// (never read: the reverse sweep replays the branch taken): zero, or an
+/// uninitialized tensor.
+static Value placeholderOf(OpBuilder &b, Location loc, Type type) {
+  if (auto tensorType = dyn_cast<RankedTensorType>(type))
+    return tensor::EmptyOp::create(b, loc, tensorType.getShape(),
+                                   tensorType.getElementType());
   return arith::ConstantOp::create(b, loc, cast<TypedAttr>(b.getZeroAttr(type)));
 }
 
@@ -289,14 +296,19 @@ struct ForRule : ReverseRuleOpInterface::ExternalModel<ForRule, scf::ForOp> {
   }
 };
 
-/// Scalars computed directly in forward block `block` (including what nested
-/// forward ops carry out), which the forward if carries out in turn.
-static SmallVector<Value> escapingScalars(Block *block) {
+/// Scalars and statically shaped tensors computed directly in forward
+/// block `block` (including what nested forward ops carry out), which the
+/// forward if carries out in turn. Those the adjoint does not read become
+/// unused results, which canonicalization removes.
+static SmallVector<Value> escapingValues(Block *block) {
   SmallVector<Value> values;
   for (Operation &op : *block)
-    for (Value result : op.getResults())
-      if (result.getType().isIntOrIndexOrFloat())
+    for (Value result : op.getResults()) {
+      auto tensorType = dyn_cast<RankedTensorType>(result.getType());
+      if (result.getType().isIntOrIndexOrFloat() ||
+          (tensorType && tensorType.hasStaticShape()))
         values.push_back(result);
+    }
   return values;
 }
 
@@ -355,7 +367,7 @@ struct BranchRule
       if (!original.empty() &&
           failed(emitter.emitOps(original.front(), /*withTerminator=*/false)))
         return failure();
-      escaping[branch] = escapingScalars(target);
+      escaping[branch] = escapingValues(target);
       branchTapes[branch] = emitter.getCarriedTapes(op);
     }
 
@@ -381,7 +393,7 @@ struct BranchRule
       for (unsigned other = 0; other < numBranches; ++other)
         for (Value value : escaping[other])
           yields.push_back(other == branch ? value
-                                           : zeroOf(b, loc, value.getType()));
+                                           : placeholderOf(b, loc, value.getType()));
       scf::YieldOp::create(b, loc, yields);
     }
     draft->erase();

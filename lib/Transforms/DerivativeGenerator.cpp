@@ -26,6 +26,8 @@
 #include "mlir/Transforms/RegionUtils.h"
 #include "ad/IR/ADDialect.h"
 
+#include <numeric>
+
 using namespace mlir;
 using namespace mlir::ad;
 
@@ -82,6 +84,8 @@ struct GrowableTape {
   Operation *forwardWidth = nullptr, *pullbackWidth = nullptr;
   /// Slot of each forward value stored per row.
   llvm::MapVector<Value, unsigned> slots;
+  /// Slots per row so far (a tensor takes one per element).
+  unsigned width = 0;
   /// The pullback's value of the final buffer when it is an argument.
   Value pullbackBuffer;
   /// Every forward value the buffer took, in program order: a store goes to
@@ -110,6 +114,39 @@ static OpBuilder builderAfterBoth(Value value, Value anchor) {
   else
     builder.setInsertionPointAfter(def);
   return builder;
+}
+
+/// How many f64 slots of a growable tape's row a value of `type` takes: one
+/// for a scalar, one per element for a statically shaped tensor of floats,
+/// none (it cannot be stored there) otherwise.
+static unsigned slotsFor(Type type) {
+  if (type.isIntOrIndexOrFloat())
+    return 1;
+  auto tensorType = dyn_cast<RankedTensorType>(type);
+  if (tensorType && tensorType.hasStaticShape() &&
+      isa<FloatType>(tensorType.getElementType()))
+    return tensorType.getNumElements();
+  return 0;
+}
+
+/// The consecutive slots of growable tape `buffer` from `index` on, viewed
+/// with `shape` (a tensor stored in a row).
+static Value rowSlots(OpBuilder &b, Location loc, Value buffer, Value index,
+                      ArrayRef<int64_t> shape) {
+  int64_t count = ShapedType::getNumElements(shape);
+  Value flat = memref::SubViewOp::create(
+      b, loc, buffer, ArrayRef<OpFoldResult>{index},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(count)},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+  if (shape.size() == 1)
+    return flat;
+  if (shape.empty())
+    return memref::CollapseShapeOp::create(b, loc, flat,
+                                           ArrayRef<ReassociationIndices>{});
+  ReassociationIndices all(shape.size());
+  std::iota(all.begin(), all.end(), 0);
+  return memref::ExpandShapeOp::create(b, loc, shape, flat,
+                                       ArrayRef<ReassociationIndices>{all});
 }
 
 /// The slice of per-iteration buffer `buffer` (a leading iteration
@@ -316,9 +353,10 @@ public:
   /// in every iteration (once per value).
   unsigned storeInRow(Value value, const ForwardRowScope &scope) {
     GrowableTape &tape = growableTape(scope.originalLoop);
-    auto [it, inserted] = tape.slots.insert({value, tape.slots.size()});
+    auto [it, inserted] = tape.slots.insert({value, tape.width});
     if (!inserted)
       return it->second;
+    tape.width += slotsFor(value.getType());
     Location loc = value.getLoc();
     OpBuilder b = builderAfterBoth(value, scope.buffer);
     Operation *def = value.getDefiningOp();
@@ -333,8 +371,14 @@ public:
                                        tape.forwardWidth->getResult(0));
     Value slot = arith::ConstantIndexOp::create(b, loc, it->second);
     Value index = arith::AddIOp::create(b, loc, base, slot);
-    memref::StoreOp::create(b, loc, encodeAsF64(b, loc, value), buffer,
-                            index);
+    if (auto tensorType = dyn_cast<RankedTensorType>(value.getType()))
+      bufferization::MaterializeInDestinationOp::create(
+          b, loc, /*result=*/Type(), encodeAsF64(b, loc, value),
+          rowSlots(b, loc, buffer, index, tensorType.getShape()),
+          b.getUnitAttr(), b.getUnitAttr());
+    else
+      memref::StoreOp::create(b, loc, encodeAsF64(b, loc, value), buffer,
+                              index);
     return it->second;
   }
 
@@ -344,7 +388,7 @@ public:
       if (loop == recursionKey)
         continue; // Shared by the recursion; the generator sets it.
       auto width = IntegerAttr::get(IndexType::get(loop->getContext()),
-                                    tape.slots.size());
+                                    tape.width);
       for (Operation *placeholder : {tape.forwardWidth, tape.pullbackWidth})
         if (placeholder)
           placeholder->setAttr("value", width);
@@ -687,7 +731,7 @@ private:
   /// reverse iteration of `originalHome` being emitted.
   Value loadFromRow(Value value, const ForwardRowScope &rows,
                     Block *originalHome) {
-    if (!value.getType().isIntOrIndexOrFloat())
+    if (!slotsFor(value.getType()))
       return failMaterialization(value);
     for (ReverseLoopScope &loop : llvm::reverse(loops)) {
       if (loop.originalBody != originalHome)
@@ -710,7 +754,14 @@ private:
                                          tape.pullbackWidth->getResult(0));
       Value index = arith::AddIOp::create(
           b, loc, base, arith::ConstantIndexOp::create(b, loc, slot));
-      Value slotValue = memref::LoadOp::create(b, loc, buffer, index);
+      Value slotValue;
+      if (auto tensorType = dyn_cast<RankedTensorType>(value.getType()))
+        slotValue = bufferization::ToTensorOp::create(
+            b, loc, tensorType.clone(b.getF64Type()),
+            rowSlots(b, loc, buffer, index, tensorType.getShape()),
+            /*restrict=*/true, /*writable=*/false);
+      else
+        slotValue = memref::LoadOp::create(b, loc, buffer, index);
       Value loaded = decodeFromF64(b, loc, slotValue, value.getType());
       loop.loaded[value] = loaded;
       return loaded;
@@ -744,9 +795,8 @@ private:
     if (!materializeFailed)
       generator.emitError(currentOp, "cannot keep a value of type ")
           << value.getType()
-          << " for the adjoint of this op yet (only scalars, and statically "
-             "shaped tensors in loops whose trip count is known at entry, "
-             "can be stored per iteration)";
+          << " for the adjoint of this op yet (only scalars and statically "
+             "shaped tensors of floats can be stored per iteration)";
     materializeFailed = true;
     OpBuilder prologue = OpBuilder::atBlockBegin(body);
     return ub::PoisonOp::create(prologue, value.getLoc(), value.getType());
@@ -1065,8 +1115,8 @@ DerivativeGenerator::generateRecursive(func::FuncOp callee,
     return discard();
   }
   forward.finalizeGrowableTapes();
-  addRecursionWidth(callee, tape.forwardWidth, tape.slots.size());
-  addRecursionWidth(callee, tape.pullbackWidth, tape.slots.size());
+  addRecursionWidth(callee, tape.forwardWidth, tape.width);
+  addRecursionWidth(callee, tape.pullbackWidth, tape.width);
 
   SmallVector<Value> forwardResults;
   for (Value returned : terminator->getOperands())

@@ -18,6 +18,23 @@ func.func @f64_power(%x: f64, %n: i32) -> f64 {
   }
   return %r : f64
 }
+func.func @f64_tensor_steps(%v: tensor<3xf64>, %x: f64, %n: i32) -> tensor<3xf64> {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %done = arith.cmpi sle, %n, %c0 : i32
+  %r = scf.if %done -> (tensor<3xf64>) {
+    scf.yield %v : tensor<3xf64>
+  } else {
+    %s = math.sin %v : tensor<3xf64>
+    %xs = tensor.splat %x : tensor<3xf64>
+    %p = arith.mulf %s, %xs : tensor<3xf64>
+    %w = arith.addf %p, %v : tensor<3xf64>
+    %m = arith.subi %n, %c1 : i32
+    %q = func.call @f64_tensor_steps(%w, %x, %m) : (tensor<3xf64>, f64, i32) -> tensor<3xf64>
+    scf.yield %q : tensor<3xf64>
+  }
+  return %r : tensor<3xf64>
+}
 func.func @f64_fib(%x: f64, %n: i32) -> f64 {
   %c1 = arith.constant 1 : i32
   %c2 = arith.constant 2 : i32
@@ -131,6 +148,48 @@ func.func @check_recursive_power(%point: i64, %p0: f64, %n0: i32) {
   %dx0 = arith.subf %xp0, %xm0 : f64
   %fd0 = arith.divf %df0, %dx0 : f64
   vector.print str "recursive_power p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%g0, %fd0, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
+func.func @case_tensor_recursion(%a: f64, %n0: i32) -> f64 {
+  %v0 = tensor.splat %a : tensor<3xf64>
+  %offsets = arith.constant dense<[0.0, 0.5, 1.0]> : tensor<3xf64>
+  %v1 = arith.addf %v0, %offsets : tensor<3xf64>
+  %vr = func.call @f64_tensor_steps(%v1, %a, %n0) : (tensor<3xf64>, f64, i32) -> tensor<3xf64>
+  %i0 = arith.constant 0 : index
+  %i2 = arith.constant 2 : index
+  %e0 = tensor.extract %vr[%i0] : tensor<3xf64>
+  %e2 = tensor.extract %vr[%i2] : tensor<3xf64>
+  %r = arith.mulf %e0, %e2 : f64
+  return %r : f64
+}
+
+func.func @case_tensor_recursion_ref(%a: f64, %n0: i32) -> f64 {
+  %v0 = tensor.splat %a : tensor<3xf64>
+  %offsets = arith.constant dense<[0.0, 0.5, 1.0]> : tensor<3xf64>
+  %v1 = arith.addf %v0, %offsets : tensor<3xf64>
+  %vr = func.call @f64_tensor_steps(%v1, %a, %n0) : (tensor<3xf64>, f64, i32) -> tensor<3xf64>
+  %i0 = arith.constant 0 : index
+  %i2 = arith.constant 2 : index
+  %e0 = tensor.extract %vr[%i0] : tensor<3xf64>
+  %e2 = tensor.extract %vr[%i2] : tensor<3xf64>
+  %r = arith.mulf %e0, %e2 : f64
+  return %r : f64
+}
+
+func.func @check_tensor_recursion(%point: i64, %p0: f64, %n0: i32) {
+  %g0 = ad.grad @case_tensor_recursion(%p0, %n0) : (f64, i32) -> (f64)
+  %tol = arith.constant 1.000000e-06 : f64
+  %xp0, %xm0 = func.call @step(%p0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_tensor_recursion_ref(%xp0, %n0) : (f64, i32) -> f64
+  %fm0 = func.call @case_tensor_recursion_ref(%xm0, %n0) : (f64, i32) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "tensor_recursion p"
   vector.print %point : i64 punctuation <no_punctuation>
   vector.print str " da: "
   func.call @report(%g0, %fd0, %tol) : (f64, f64, f64) -> ()
@@ -257,6 +316,18 @@ func.func @main() {
   %recursive_power_2_1 = arith.constant 2 : i32
   %recursive_power_2_id = arith.constant 2 : i64
   func.call @check_recursive_power(%recursive_power_2_id, %recursive_power_2_0, %recursive_power_2_1) : (i64, f64, i32) -> ()
+  %tensor_recursion_0_0 = arith.constant 0.7 : f64
+  %tensor_recursion_0_1 = arith.constant 4 : i32
+  %tensor_recursion_0_id = arith.constant 0 : i64
+  func.call @check_tensor_recursion(%tensor_recursion_0_id, %tensor_recursion_0_0, %tensor_recursion_0_1) : (i64, f64, i32) -> ()
+  %tensor_recursion_1_0 = arith.constant -0.4 : f64
+  %tensor_recursion_1_1 = arith.constant 0 : i32
+  %tensor_recursion_1_id = arith.constant 1 : i64
+  func.call @check_tensor_recursion(%tensor_recursion_1_id, %tensor_recursion_1_0, %tensor_recursion_1_1) : (i64, f64, i32) -> ()
+  %tensor_recursion_2_0 = arith.constant 1.1 : f64
+  %tensor_recursion_2_1 = arith.constant 2 : i32
+  %tensor_recursion_2_id = arith.constant 2 : i64
+  func.call @check_tensor_recursion(%tensor_recursion_2_id, %tensor_recursion_2_0, %tensor_recursion_2_1) : (i64, f64, i32) -> ()
   %fibonacci_0_0 = arith.constant 0.7 : f64
   %fibonacci_0_1 = arith.constant 7 : i32
   %fibonacci_0_id = arith.constant 0 : i64
@@ -291,6 +362,9 @@ func.func @main() {
 // CHECK: recursive_power p0 da: ok
 // CHECK: recursive_power p1 da: ok
 // CHECK: recursive_power p2 da: ok
+// CHECK: tensor_recursion p0 da: ok
+// CHECK: tensor_recursion p1 da: ok
+// CHECK: tensor_recursion p2 da: ok
 // CHECK: fibonacci p0 da: ok
 // CHECK: fibonacci p1 da: ok
 // CHECK: fibonacci p2 da: ok

@@ -4037,6 +4037,292 @@ func.func @check_tensor_loop_recurrence(%point: i64, %p0: f64, %p1: f64) {
   return
 }
 
+func.func @case_tensor_while(%a: f32, %b: f32) -> f32 {
+  %A_e = tensor.empty() : tensor<2x3xf32>
+  %A = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f32, f32) outs(%A_e : tensor<2x3xf32>) {
+  ^bb0(%A_x: f32, %A_y: f32, %A_o: f32):
+    %A_p0 = arith.constant 0.25 : f32
+    %A_i0 = linalg.index 0 : index
+    %A_l0 = arith.index_cast %A_i0 : index to i64
+    %A_f0 = arith.sitofp %A_l0 : i64 to f32
+    %A_c0 = arith.constant 1.3 : f32
+    %A_m0 = arith.mulf %A_f0, %A_c0 : f32
+    %A_p1 = arith.addf %A_p0, %A_m0 : f32
+    %A_i1 = linalg.index 1 : index
+    %A_l1 = arith.index_cast %A_i1 : index to i64
+    %A_f1 = arith.sitofp %A_l1 : i64 to f32
+    %A_c1 = arith.constant 1.9 : f32
+    %A_m1 = arith.mulf %A_f1, %A_c1 : f32
+    %A_p2 = arith.addf %A_p1, %A_m1 : f32
+    %A_s = math.sin %A_p2 : f32
+    %A_k = math.cos %A_p2 : f32
+    %A_u = arith.mulf %A_x, %A_s : f32
+    %A_v = arith.mulf %A_y, %A_k : f32
+    %A_w = arith.addf %A_u, %A_v : f32
+    linalg.yield %A_w : f32
+  } -> tensor<2x3xf32>
+  %w_one = arith.constant 1.0 : f32
+  %w_grow = arith.constant 1.1 : f32
+  %w_tenth = arith.constant 0.1 : f32
+  %w_a2 = arith.mulf %a, %a : f32
+  %w_aa = arith.mulf %w_a2, %w_tenth : f32
+  %w_f = arith.addf %w_grow, %w_aa : f32
+  %C, %w_s = scf.while (%v = %A, %s = %w_one) : (tensor<2x3xf32>, f32) -> (tensor<2x3xf32>, f32) {
+    %w_ten = arith.constant 10.0 : f32
+    %w_go = arith.cmpf olt, %s, %w_ten : f32
+    scf.condition(%w_go) %v, %s : tensor<2x3xf32>, f32
+  } do {
+  ^bb0(%v: tensor<2x3xf32>, %s: f32):
+    %w_sin = math.sin %v : tensor<2x3xf32>
+    %w_x = arith.mulf %w_sin, %v : tensor<2x3xf32>
+    %w_y = arith.addf %w_x, %A : tensor<2x3xf32>
+    %w_s2 = arith.mulf %s, %w_f : f32
+    scf.yield %w_y, %w_s2 : tensor<2x3xf32>, f32
+  }
+  %l_zero = arith.constant 0.0 : f32
+  %l_e = tensor.empty() : tensor<f32>
+  %l_init = linalg.fill ins(%l_zero : f32) outs(%l_e : tensor<f32>) -> tensor<f32>
+  %l_sum = linalg.reduce ins(%C : tensor<2x3xf32>) outs(%l_init : tensor<f32>) dimensions = [0, 1]
+    (%l_in: f32, %l_acc: f32) {
+      %l_third = arith.constant 0.3333 : f32
+      %l_s = math.sin %l_in : f32
+      %l_q = arith.mulf %l_in, %l_in : f32
+      %l_q3 = arith.mulf %l_q, %l_third : f32
+      %l_v = arith.addf %l_s, %l_q3 : f32
+      %l_n = arith.addf %l_acc, %l_v : f32
+      linalg.yield %l_n : f32
+    }
+  %r = tensor.extract %l_sum[] : tensor<f32>
+  return %r : f32
+}
+
+func.func @case_tensor_while_ref(%a: f64, %b: f64) -> f64 {
+  %A_e = tensor.empty() : tensor<2x3xf64>
+  %A = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%A_e : tensor<2x3xf64>) {
+  ^bb0(%A_x: f64, %A_y: f64, %A_o: f64):
+    %A_p0 = arith.constant 0.25 : f64
+    %A_i0 = linalg.index 0 : index
+    %A_l0 = arith.index_cast %A_i0 : index to i64
+    %A_f0 = arith.sitofp %A_l0 : i64 to f64
+    %A_c0 = arith.constant 1.3 : f64
+    %A_m0 = arith.mulf %A_f0, %A_c0 : f64
+    %A_p1 = arith.addf %A_p0, %A_m0 : f64
+    %A_i1 = linalg.index 1 : index
+    %A_l1 = arith.index_cast %A_i1 : index to i64
+    %A_f1 = arith.sitofp %A_l1 : i64 to f64
+    %A_c1 = arith.constant 1.9 : f64
+    %A_m1 = arith.mulf %A_f1, %A_c1 : f64
+    %A_p2 = arith.addf %A_p1, %A_m1 : f64
+    %A_s = math.sin %A_p2 : f64
+    %A_k = math.cos %A_p2 : f64
+    %A_u = arith.mulf %A_x, %A_s : f64
+    %A_v = arith.mulf %A_y, %A_k : f64
+    %A_w = arith.addf %A_u, %A_v : f64
+    linalg.yield %A_w : f64
+  } -> tensor<2x3xf64>
+  %w_one = arith.constant 1.0 : f64
+  %w_grow = arith.constant 1.1 : f64
+  %w_tenth = arith.constant 0.1 : f64
+  %w_a2 = arith.mulf %a, %a : f64
+  %w_aa = arith.mulf %w_a2, %w_tenth : f64
+  %w_f = arith.addf %w_grow, %w_aa : f64
+  %C, %w_s = scf.while (%v = %A, %s = %w_one) : (tensor<2x3xf64>, f64) -> (tensor<2x3xf64>, f64) {
+    %w_ten = arith.constant 10.0 : f64
+    %w_go = arith.cmpf olt, %s, %w_ten : f64
+    scf.condition(%w_go) %v, %s : tensor<2x3xf64>, f64
+  } do {
+  ^bb0(%v: tensor<2x3xf64>, %s: f64):
+    %w_sin = math.sin %v : tensor<2x3xf64>
+    %w_x = arith.mulf %w_sin, %v : tensor<2x3xf64>
+    %w_y = arith.addf %w_x, %A : tensor<2x3xf64>
+    %w_s2 = arith.mulf %s, %w_f : f64
+    scf.yield %w_y, %w_s2 : tensor<2x3xf64>, f64
+  }
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<2x3xf64>) outs(%l_init : tensor<f64>) dimensions = [0, 1]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @check_tensor_while(%point: i64, %p0: f64, %p1: f64) {
+  %x0 = arith.truncf %p0 : f64 to f32
+  %e0 = arith.extf %x0 : f32 to f64
+  %x1 = arith.truncf %p1 : f64 to f32
+  %e1 = arith.extf %x1 : f32 to f64
+  %g0, %g1 = ad.grad @case_tensor_while(%x0, %x1) : (f32, f32) -> (f32, f32)
+  %tol = arith.constant 1.000000e-05 : f64
+  %gw0 = arith.extf %g0 : f32 to f64
+  %xp0, %xm0 = func.call @step(%e0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_tensor_while_ref(%xp0, %e1) : (f64, f64) -> f64
+  %fm0 = func.call @case_tensor_while_ref(%xm0, %e1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "tensor_while p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%gw0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %gw1 = arith.extf %g1 : f32 to f64
+  %xp1, %xm1 = func.call @step(%e1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_tensor_while_ref(%e0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_tensor_while_ref(%e0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "tensor_while p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%gw1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
+func.func @case_tensor_if(%a: f32, %b: f32) -> f32 {
+  %A_e = tensor.empty() : tensor<2x3xf32>
+  %A = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f32, f32) outs(%A_e : tensor<2x3xf32>) {
+  ^bb0(%A_x: f32, %A_y: f32, %A_o: f32):
+    %A_p0 = arith.constant 0.25 : f32
+    %A_i0 = linalg.index 0 : index
+    %A_l0 = arith.index_cast %A_i0 : index to i64
+    %A_f0 = arith.sitofp %A_l0 : i64 to f32
+    %A_c0 = arith.constant 1.3 : f32
+    %A_m0 = arith.mulf %A_f0, %A_c0 : f32
+    %A_p1 = arith.addf %A_p0, %A_m0 : f32
+    %A_i1 = linalg.index 1 : index
+    %A_l1 = arith.index_cast %A_i1 : index to i64
+    %A_f1 = arith.sitofp %A_l1 : i64 to f32
+    %A_c1 = arith.constant 1.9 : f32
+    %A_m1 = arith.mulf %A_f1, %A_c1 : f32
+    %A_p2 = arith.addf %A_p1, %A_m1 : f32
+    %A_s = math.sin %A_p2 : f32
+    %A_k = math.cos %A_p2 : f32
+    %A_u = arith.mulf %A_x, %A_s : f32
+    %A_v = arith.mulf %A_y, %A_k : f32
+    %A_w = arith.addf %A_u, %A_v : f32
+    linalg.yield %A_w : f32
+  } -> tensor<2x3xf32>
+  %f_zero = arith.constant 0.0 : f32
+  %f_pos = arith.cmpf ogt, %a, %f_zero : f32
+  %C = scf.if %f_pos -> (tensor<2x3xf32>) {
+    %f_s = math.sin %A : tensor<2x3xf32>
+    %f_p = arith.mulf %f_s, %A : tensor<2x3xf32>
+    scf.yield %f_p : tensor<2x3xf32>
+  } else {
+    %f_e = math.exp %A : tensor<2x3xf32>
+    %f_q = arith.mulf %f_e, %f_e : tensor<2x3xf32>
+    scf.yield %f_q : tensor<2x3xf32>
+  }
+  %l_zero = arith.constant 0.0 : f32
+  %l_e = tensor.empty() : tensor<f32>
+  %l_init = linalg.fill ins(%l_zero : f32) outs(%l_e : tensor<f32>) -> tensor<f32>
+  %l_sum = linalg.reduce ins(%C : tensor<2x3xf32>) outs(%l_init : tensor<f32>) dimensions = [0, 1]
+    (%l_in: f32, %l_acc: f32) {
+      %l_third = arith.constant 0.3333 : f32
+      %l_s = math.sin %l_in : f32
+      %l_q = arith.mulf %l_in, %l_in : f32
+      %l_q3 = arith.mulf %l_q, %l_third : f32
+      %l_v = arith.addf %l_s, %l_q3 : f32
+      %l_n = arith.addf %l_acc, %l_v : f32
+      linalg.yield %l_n : f32
+    }
+  %r = tensor.extract %l_sum[] : tensor<f32>
+  return %r : f32
+}
+
+func.func @case_tensor_if_ref(%a: f64, %b: f64) -> f64 {
+  %A_e = tensor.empty() : tensor<2x3xf64>
+  %A = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%A_e : tensor<2x3xf64>) {
+  ^bb0(%A_x: f64, %A_y: f64, %A_o: f64):
+    %A_p0 = arith.constant 0.25 : f64
+    %A_i0 = linalg.index 0 : index
+    %A_l0 = arith.index_cast %A_i0 : index to i64
+    %A_f0 = arith.sitofp %A_l0 : i64 to f64
+    %A_c0 = arith.constant 1.3 : f64
+    %A_m0 = arith.mulf %A_f0, %A_c0 : f64
+    %A_p1 = arith.addf %A_p0, %A_m0 : f64
+    %A_i1 = linalg.index 1 : index
+    %A_l1 = arith.index_cast %A_i1 : index to i64
+    %A_f1 = arith.sitofp %A_l1 : i64 to f64
+    %A_c1 = arith.constant 1.9 : f64
+    %A_m1 = arith.mulf %A_f1, %A_c1 : f64
+    %A_p2 = arith.addf %A_p1, %A_m1 : f64
+    %A_s = math.sin %A_p2 : f64
+    %A_k = math.cos %A_p2 : f64
+    %A_u = arith.mulf %A_x, %A_s : f64
+    %A_v = arith.mulf %A_y, %A_k : f64
+    %A_w = arith.addf %A_u, %A_v : f64
+    linalg.yield %A_w : f64
+  } -> tensor<2x3xf64>
+  %f_zero = arith.constant 0.0 : f64
+  %f_pos = arith.cmpf ogt, %a, %f_zero : f64
+  %C = scf.if %f_pos -> (tensor<2x3xf64>) {
+    %f_s = math.sin %A : tensor<2x3xf64>
+    %f_p = arith.mulf %f_s, %A : tensor<2x3xf64>
+    scf.yield %f_p : tensor<2x3xf64>
+  } else {
+    %f_e = math.exp %A : tensor<2x3xf64>
+    %f_q = arith.mulf %f_e, %f_e : tensor<2x3xf64>
+    scf.yield %f_q : tensor<2x3xf64>
+  }
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<2x3xf64>) outs(%l_init : tensor<f64>) dimensions = [0, 1]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @check_tensor_if(%point: i64, %p0: f64, %p1: f64) {
+  %x0 = arith.truncf %p0 : f64 to f32
+  %e0 = arith.extf %x0 : f32 to f64
+  %x1 = arith.truncf %p1 : f64 to f32
+  %e1 = arith.extf %x1 : f32 to f64
+  %g0, %g1 = ad.grad @case_tensor_if(%x0, %x1) : (f32, f32) -> (f32, f32)
+  %tol = arith.constant 1.000000e-05 : f64
+  %gw0 = arith.extf %g0 : f32 to f64
+  %xp0, %xm0 = func.call @step(%e0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_tensor_if_ref(%xp0, %e1) : (f64, f64) -> f64
+  %fm0 = func.call @case_tensor_if_ref(%xm0, %e1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "tensor_if p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%gw0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %gw1 = arith.extf %g1 : f32 to f64
+  %xp1, %xm1 = func.call @step(%e1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_tensor_if_ref(%e0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_tensor_if_ref(%e0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "tensor_if p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%gw1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
 func.func @case_slices(%a: f32, %b: f32) -> f32 {
   %A_e = tensor.empty() : tensor<4x5xf32>
   %A = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f32, f32) outs(%A_e : tensor<4x5xf32>) {
@@ -8503,6 +8789,22 @@ func.func @main() {
   %tensor_loop_recurrence_1_1 = arith.constant 0.9 : f64
   %tensor_loop_recurrence_1_id = arith.constant 1 : i64
   func.call @check_tensor_loop_recurrence(%tensor_loop_recurrence_1_id, %tensor_loop_recurrence_1_0, %tensor_loop_recurrence_1_1) : (i64, f64, f64) -> ()
+  %tensor_while_0_0 = arith.constant 0.7 : f64
+  %tensor_while_0_1 = arith.constant -0.4 : f64
+  %tensor_while_0_id = arith.constant 0 : i64
+  func.call @check_tensor_while(%tensor_while_0_id, %tensor_while_0_0, %tensor_while_0_1) : (i64, f64, f64) -> ()
+  %tensor_while_1_0 = arith.constant -0.3 : f64
+  %tensor_while_1_1 = arith.constant 0.9 : f64
+  %tensor_while_1_id = arith.constant 1 : i64
+  func.call @check_tensor_while(%tensor_while_1_id, %tensor_while_1_0, %tensor_while_1_1) : (i64, f64, f64) -> ()
+  %tensor_if_0_0 = arith.constant 0.7 : f64
+  %tensor_if_0_1 = arith.constant -0.4 : f64
+  %tensor_if_0_id = arith.constant 0 : i64
+  func.call @check_tensor_if(%tensor_if_0_id, %tensor_if_0_0, %tensor_if_0_1) : (i64, f64, f64) -> ()
+  %tensor_if_1_0 = arith.constant -0.3 : f64
+  %tensor_if_1_1 = arith.constant 0.9 : f64
+  %tensor_if_1_id = arith.constant 1 : i64
+  func.call @check_tensor_if(%tensor_if_1_id, %tensor_if_1_0, %tensor_if_1_1) : (i64, f64, f64) -> ()
   %slices_0_0 = arith.constant 0.7 : f64
   %slices_0_1 = arith.constant -0.4 : f64
   %slices_0_id = arith.constant 0 : i64
@@ -8799,6 +9101,14 @@ func.func @main() {
 // CHECK: tensor_loop_recurrence p0 db: ok
 // CHECK: tensor_loop_recurrence p1 da: ok
 // CHECK: tensor_loop_recurrence p1 db: ok
+// CHECK: tensor_while p0 da: ok
+// CHECK: tensor_while p0 db: ok
+// CHECK: tensor_while p1 da: ok
+// CHECK: tensor_while p1 db: ok
+// CHECK: tensor_if p0 da: ok
+// CHECK: tensor_if p0 db: ok
+// CHECK: tensor_if p1 da: ok
+// CHECK: tensor_if p1 db: ok
 // CHECK: slices p0 da: ok
 // CHECK: slices p0 db: ok
 // CHECK: slices p1 da: ok

@@ -152,30 +152,30 @@ func.func @caller(%x: f64) -> f64 {
 
 // -----
 
-// A tensor the adjoint reads in each iteration of a while loop: its rows
-// hold scalars only.
-func.func @tensor_in_while(%t: tensor<3xf64>) -> tensor<3xf64> {
+// A dynamically shaped tensor the adjoint reads in each iteration of a
+// while loop: a row of the tape has a fixed width.
+func.func @tensor_in_while(%t: tensor<?xf64>) -> tensor<?xf64> {
   %one = arith.constant 1.0 : f64
-  %r:2 = scf.while (%v = %t, %s = %one) : (tensor<3xf64>, f64) -> (tensor<3xf64>, f64) {
+  %r:2 = scf.while (%v = %t, %s = %one) : (tensor<?xf64>, f64) -> (tensor<?xf64>, f64) {
     %ten = arith.constant 10.0 : f64
     %go = arith.cmpf olt, %s, %ten : f64
-    scf.condition(%go) %v, %s : tensor<3xf64>, f64
+    scf.condition(%go) %v, %s : tensor<?xf64>, f64
   } do {
-  ^bb0(%v: tensor<3xf64>, %s: f64):
-    // expected-error @+1 {{cannot keep a value of type 'tensor<3xf64>' for the adjoint of this op yet (only scalars, and statically shaped tensors in loops whose trip count is known at entry, can be stored per iteration)}}
-    %w = math.sin %v : tensor<3xf64>
+  ^bb0(%v: tensor<?xf64>, %s: f64):
+    // expected-error @+1 {{cannot keep a value of type 'tensor<?xf64>' for the adjoint of this op yet (only scalars and statically shaped tensors of floats can be stored per iteration)}}
+    %w = math.sin %v : tensor<?xf64>
     %two = arith.constant 2.0 : f64
     %s2 = arith.mulf %s, %two : f64
-    scf.yield %w, %s2 : tensor<3xf64>, f64
+    scf.yield %w, %s2 : tensor<?xf64>, f64
   }
-  return %r#0 : tensor<3xf64>
+  return %r#0 : tensor<?xf64>
 }
 
-func.func @caller(%t: tensor<3xf64>, %dy: tensor<3xf64>) -> tensor<3xf64> {
+func.func @caller(%t: tensor<?xf64>, %dy: tensor<?xf64>) -> tensor<?xf64> {
   // expected-note @+1 {{while differentiating this call of @tensor_in_while}}
-  %y, %pb = ad.forward @tensor_in_while(%t) : (tensor<3xf64>) -> (tensor<3xf64>, !ad.pullback<(tensor<3xf64>) -> tensor<3xf64>>)
-  %g = ad.pullback %pb(%dy) : !ad.pullback<(tensor<3xf64>) -> tensor<3xf64>>
-  return %g : tensor<3xf64>
+  %y, %pb = ad.forward @tensor_in_while(%t) : (tensor<?xf64>) -> (tensor<?xf64>, !ad.pullback<(tensor<?xf64>) -> tensor<?xf64>>)
+  %g = ad.pullback %pb(%dy) : !ad.pullback<(tensor<?xf64>) -> tensor<?xf64>>
+  return %g : tensor<?xf64>
 }
 
 // -----

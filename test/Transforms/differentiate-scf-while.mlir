@@ -146,3 +146,43 @@ func.func @caller(%x: f64) -> f64 {
   %g = ad.grad @triangle(%x) : (f64) -> f64
   return %g : f64
 }
+
+// -----
+
+// A tensor of static shape read by the adjoint in every iteration takes
+// one slot per element of the row (6 here): the forward widens it to f64
+// and writes it in place into a view of its slots, the pullback reads the
+// same view back and narrows it.
+// CHECK-LABEL: func.func private @tensor_rows_ad_fwd_0
+// CHECK: %[[W:.*]] = arith.constant 6 : index
+// CHECK: scf.while
+// CHECK: %[[WIDE:.*]] = arith.extf %{{.*}} : tensor<2x3xf32> to tensor<2x3xf64>
+// CHECK: %[[SLOTS:.*]] = memref.subview %{{.*}}[%{{.*}}] [6] [1] : memref<?xf64> to memref<6xf64, strided<[1], offset: ?>>
+// CHECK: %[[VIEW:.*]] = memref.expand_shape %[[SLOTS]] {{\[\[}}0, 1]] output_shape [2, 3]
+// CHECK: bufferization.materialize_in_destination %[[WIDE]] in restrict writable %[[VIEW]]
+// CHECK-LABEL: func.func private @tensor_rows_ad_pb_0
+// CHECK: %[[RS:.*]] = memref.subview %{{.*}}[%{{.*}}] [6] [1]
+// CHECK: %[[RV:.*]] = memref.expand_shape %[[RS]]
+// CHECK: %[[T:.*]] = bufferization.to_tensor %[[RV]] restrict
+// CHECK: arith.truncf %[[T]] : tensor<2x3xf64> to tensor<2x3xf32>
+func.func @tensor_rows(%t: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %one = arith.constant 1.0 : f32
+  %r:2 = scf.while (%v = %t, %s = %one) : (tensor<2x3xf32>, f32) -> (tensor<2x3xf32>, f32) {
+    %ten = arith.constant 10.0 : f32
+    %go = arith.cmpf olt, %s, %ten : f32
+    scf.condition(%go) %v, %s : tensor<2x3xf32>, f32
+  } do {
+  ^bb0(%v: tensor<2x3xf32>, %s: f32):
+    %w = math.sin %v : tensor<2x3xf32>
+    %two = arith.constant 2.0 : f32
+    %s2 = arith.mulf %s, %two : f32
+    scf.yield %w, %s2 : tensor<2x3xf32>, f32
+  }
+  return %r#0 : tensor<2x3xf32>
+}
+
+func.func @tensor_rows_vjp(%t: tensor<2x3xf32>, %dy: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %y, %pb = ad.forward @tensor_rows(%t) : (tensor<2x3xf32>) -> (tensor<2x3xf32>, !ad.pullback<(tensor<2x3xf32>) -> tensor<2x3xf32>>)
+  %g = ad.pullback %pb(%dy) : !ad.pullback<(tensor<2x3xf32>) -> tensor<2x3xf32>>
+  return %g : tensor<2x3xf32>
+}

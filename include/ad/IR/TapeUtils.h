@@ -21,7 +21,8 @@ Value createGrowableTape(OpBuilder &b, Location loc, Value width);
 Value growTapeIfFull(OpBuilder &b, Location loc, Value tape, Value row,
                      Value width);
 
-/// `value` (a float, integer or index) widened or bitcast into an f64 slot.
+/// `value` (a float, integer or index) widened or bitcast into an f64 slot;
+/// a ranked tensor of floats widened elementwise to f64.
 Value encodeAsF64(OpBuilder &b, Location loc, Value value);
 
 /// The inverse of encodeAsF64.
