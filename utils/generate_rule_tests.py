@@ -1185,6 +1185,22 @@ TENSORS = {
          "  scf.yield %f_q : tensor<2x3x{t}>",
          "}}"] +
         loss("C", [2, 3])),
+    # A gather (an embedding lookup): the generic's body reads rows of an
+    # active table by index and also has an active input. Its adjoint is a
+    # scatter-add, with repeated indices (row 1 is read twice).
+    "gather": tensor_case(
+        build("T", [4, 3], "a", "b", 0) + build("X", [3, 3], "b", "a", 1) +
+        ["%ids = arith.constant dense<[1, 3, 1]> : tensor<3xindex>",
+         "%ge = tensor.empty() : tensor<3x3x{t}>",
+         "%C = linalg.generic {{indexing_maps = [affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = [\"parallel\", \"parallel\"]}} ins(%ids, %X : tensor<3xindex>, tensor<3x3x{t}>) outs(%ge : tensor<3x3x{t}>) {{",
+         "^bb0(%g_id: index, %g_x: {t}, %g_o: {t}):",
+         "  %g_j = linalg.index 1 : index",
+         "  %g_v = tensor.extract %T[%g_id, %g_j] : tensor<4x3x{t}>",
+         "  %g_p = arith.mulf %g_v, %g_x : {t}",
+         "  %g_s = math.sin %g_p : {t}",
+         "  linalg.yield %g_s : {t}",
+         "}} -> tensor<3x3x{t}>"] +
+        loss("C", [3, 3])),
     "slices": tensor_case(
         build("A", [4, 5], "a", "b", 0) + build("B", [2, 3], "b", "a", 1) +
         ["%S = tensor.extract_slice %A[1, 1] [2, 3] [1, 1] : tensor<4x5x{t}> to tensor<2x3x{t}>",

@@ -10,12 +10,16 @@
 #include "ad/Transforms/Passes.h"
 
 #include "mlir/Conversion/ControlFlowToSCF/ControlFlowToSCF.h"
+#include "mlir/Dialect/Affine/Utils.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/IR/Dominance.h"
 #include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/Transforms/CFGToSCF.h"
 #include "mlir/Transforms/Inliner.h"
 #include "mlir/Transforms/InliningUtils.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
 namespace mlir::ad {
@@ -98,9 +102,86 @@ static LogicalResult rewriteRequest(DerivativeGenerator &generator,
   return success();
 }
 
+/// Whether the body of `generic` reads a tensor defined outside it (a
+/// gather: `tensor.extract %table[%id]`).
+static bool readsOuterTensor(linalg::GenericOp generic) {
+  llvm::SetVector<Value> captured;
+  getUsedValuesDefinedAbove(generic.getRegion(), captured);
+  return llvm::any_of(captured, [](Value value) {
+    return isa<RankedTensorType>(value.getType());
+  });
+}
+
+/// Rewrites `generic` (on tensors) as the loop nest it denotes: one scf.for
+/// per dimension, in order, carrying the outputs; each iteration extracts
+/// the elements its maps select, runs the body and inserts the results.
+/// The adjoint of a gather is then a scatter-add in the reverse loop, which
+/// a linalg.generic cannot express.
+static void rewriteAsLoops(linalg::GenericOp generic) {
+  OpBuilder b(generic);
+  Location loc = generic.getLoc();
+  SmallVector<Value> lbs, ubs, steps;
+  for (Range range : cast<linalg::LinalgOp>(generic.getOperation())
+                         .createLoopRanges(b, loc)) {
+    lbs.push_back(getValueOrCreateConstantIndexOp(b, loc, range.offset));
+    ubs.push_back(getValueOrCreateConstantIndexOp(b, loc, range.size));
+    steps.push_back(getValueOrCreateConstantIndexOp(b, loc, range.stride));
+  }
+  Block *body = generic.getBody();
+  SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
+  unsigned numInputs = generic.getNumDpsInputs();
+  auto elementAt = [&](OpBuilder &nested, Location nestedLoc, Value tensor,
+                       AffineMap map, ValueRange ivs) {
+    SmallVector<Value> indices;
+    for (AffineExpr expr : map.getResults())
+      indices.push_back(
+          affine::expandAffineExpr(nested, nestedLoc, expr, ivs, {}));
+    return tensor::ExtractOp::create(nested, nestedLoc, tensor, indices)
+        .getResult();
+  };
+  scf::LoopNest nest = scf::buildLoopNest(
+      b, loc, lbs, ubs, steps, generic.getDpsInits(),
+      [&](OpBuilder &nested, Location nestedLoc, ValueRange ivs,
+          ValueRange outputs) -> scf::ValueVector {
+        IRMapping mapping;
+        for (auto [index, input] : llvm::enumerate(generic.getDpsInputs()))
+          mapping.map(body->getArgument(index),
+                      isa<RankedTensorType>(input.getType())
+                          ? elementAt(nested, nestedLoc, input, maps[index],
+                                      ivs)
+                          : input);
+        for (auto [index, output] : llvm::enumerate(outputs))
+          mapping.map(body->getArgument(numInputs + index),
+                      elementAt(nested, nestedLoc, output,
+                                maps[numInputs + index], ivs));
+        for (Operation &op : body->without_terminator()) {
+          if (auto index = dyn_cast<linalg::IndexOp>(op)) {
+            mapping.map(index.getResult(), ivs[index.getDim()]);
+            continue;
+          }
+          nested.clone(op, mapping);
+        }
+        scf::ValueVector results;
+        for (auto [index, yielded] :
+             llvm::enumerate(body->getTerminator()->getOperands())) {
+          SmallVector<Value> indices;
+          for (AffineExpr expr : maps[numInputs + index].getResults())
+            indices.push_back(
+                affine::expandAffineExpr(nested, nestedLoc, expr, ivs, {}));
+          results.push_back(tensor::InsertOp::create(
+              nested, nestedLoc, mapping.lookupOrDefault(yielded),
+              outputs[index], indices));
+        }
+        return results;
+      });
+  generic->replaceAllUsesWith(nest.results);
+  generic->erase();
+}
+
 /// Brings `function` into the form the rules are written for: unstructured
 /// control flow lifted to scf (upstream's semantics-preserving
-/// transformation) and named linalg ops generalized to linalg.generic.
+/// transformation), named linalg ops generalized to linalg.generic, and
+/// generics whose body reads a tensor from outside written as loops.
 static LogicalResult prepareForDifferentiation(func::FuncOp function) {
   if (!function.getBody().hasOneBlock()) {
     ControlFlowToSCFTransformation transformation;
@@ -114,6 +195,13 @@ static LogicalResult prepareForDifferentiation(func::FuncOp function) {
   RewritePatternSet patterns(function.getContext());
   linalg::populateLinalgNamedOpsGeneralizationPatterns(patterns);
   walkAndApplyPatterns(function, std::move(patterns));
+  SmallVector<linalg::GenericOp> gathers;
+  function.walk([&](linalg::GenericOp generic) {
+    if (generic.hasPureTensorSemantics() && readsOuterTensor(generic))
+      gathers.push_back(generic);
+  });
+  for (linalg::GenericOp generic : gathers)
+    rewriteAsLoops(generic);
   return success();
 }
 

@@ -4323,6 +4323,186 @@ func.func @check_tensor_if(%point: i64, %p0: f64, %p1: f64) {
   return
 }
 
+func.func @case_gather(%a: f32, %b: f32) -> f32 {
+  %T_e = tensor.empty() : tensor<4x3xf32>
+  %T = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f32, f32) outs(%T_e : tensor<4x3xf32>) {
+  ^bb0(%T_x: f32, %T_y: f32, %T_o: f32):
+    %T_p0 = arith.constant 0.25 : f32
+    %T_i0 = linalg.index 0 : index
+    %T_l0 = arith.index_cast %T_i0 : index to i64
+    %T_f0 = arith.sitofp %T_l0 : i64 to f32
+    %T_c0 = arith.constant 1.3 : f32
+    %T_m0 = arith.mulf %T_f0, %T_c0 : f32
+    %T_p1 = arith.addf %T_p0, %T_m0 : f32
+    %T_i1 = linalg.index 1 : index
+    %T_l1 = arith.index_cast %T_i1 : index to i64
+    %T_f1 = arith.sitofp %T_l1 : i64 to f32
+    %T_c1 = arith.constant 1.9 : f32
+    %T_m1 = arith.mulf %T_f1, %T_c1 : f32
+    %T_p2 = arith.addf %T_p1, %T_m1 : f32
+    %T_s = math.sin %T_p2 : f32
+    %T_k = math.cos %T_p2 : f32
+    %T_u = arith.mulf %T_x, %T_s : f32
+    %T_v = arith.mulf %T_y, %T_k : f32
+    %T_w = arith.addf %T_u, %T_v : f32
+    linalg.yield %T_w : f32
+  } -> tensor<4x3xf32>
+  %X_e = tensor.empty() : tensor<3x3xf32>
+  %X = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%b, %a : f32, f32) outs(%X_e : tensor<3x3xf32>) {
+  ^bb0(%X_x: f32, %X_y: f32, %X_o: f32):
+    %X_p0 = arith.constant 1.25 : f32
+    %X_i0 = linalg.index 0 : index
+    %X_l0 = arith.index_cast %X_i0 : index to i64
+    %X_f0 = arith.sitofp %X_l0 : i64 to f32
+    %X_c0 = arith.constant 1.3 : f32
+    %X_m0 = arith.mulf %X_f0, %X_c0 : f32
+    %X_p1 = arith.addf %X_p0, %X_m0 : f32
+    %X_i1 = linalg.index 1 : index
+    %X_l1 = arith.index_cast %X_i1 : index to i64
+    %X_f1 = arith.sitofp %X_l1 : i64 to f32
+    %X_c1 = arith.constant 1.9 : f32
+    %X_m1 = arith.mulf %X_f1, %X_c1 : f32
+    %X_p2 = arith.addf %X_p1, %X_m1 : f32
+    %X_s = math.sin %X_p2 : f32
+    %X_k = math.cos %X_p2 : f32
+    %X_u = arith.mulf %X_x, %X_s : f32
+    %X_v = arith.mulf %X_y, %X_k : f32
+    %X_w = arith.addf %X_u, %X_v : f32
+    linalg.yield %X_w : f32
+  } -> tensor<3x3xf32>
+  %ids = arith.constant dense<[1, 3, 1]> : tensor<3xindex>
+  %ge = tensor.empty() : tensor<3x3xf32>
+  %C = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%ids, %X : tensor<3xindex>, tensor<3x3xf32>) outs(%ge : tensor<3x3xf32>) {
+  ^bb0(%g_id: index, %g_x: f32, %g_o: f32):
+    %g_j = linalg.index 1 : index
+    %g_v = tensor.extract %T[%g_id, %g_j] : tensor<4x3xf32>
+    %g_p = arith.mulf %g_v, %g_x : f32
+    %g_s = math.sin %g_p : f32
+    linalg.yield %g_s : f32
+  } -> tensor<3x3xf32>
+  %l_zero = arith.constant 0.0 : f32
+  %l_e = tensor.empty() : tensor<f32>
+  %l_init = linalg.fill ins(%l_zero : f32) outs(%l_e : tensor<f32>) -> tensor<f32>
+  %l_sum = linalg.reduce ins(%C : tensor<3x3xf32>) outs(%l_init : tensor<f32>) dimensions = [0, 1]
+    (%l_in: f32, %l_acc: f32) {
+      %l_third = arith.constant 0.3333 : f32
+      %l_s = math.sin %l_in : f32
+      %l_q = arith.mulf %l_in, %l_in : f32
+      %l_q3 = arith.mulf %l_q, %l_third : f32
+      %l_v = arith.addf %l_s, %l_q3 : f32
+      %l_n = arith.addf %l_acc, %l_v : f32
+      linalg.yield %l_n : f32
+    }
+  %r = tensor.extract %l_sum[] : tensor<f32>
+  return %r : f32
+}
+
+func.func @case_gather_ref(%a: f64, %b: f64) -> f64 {
+  %T_e = tensor.empty() : tensor<4x3xf64>
+  %T = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%T_e : tensor<4x3xf64>) {
+  ^bb0(%T_x: f64, %T_y: f64, %T_o: f64):
+    %T_p0 = arith.constant 0.25 : f64
+    %T_i0 = linalg.index 0 : index
+    %T_l0 = arith.index_cast %T_i0 : index to i64
+    %T_f0 = arith.sitofp %T_l0 : i64 to f64
+    %T_c0 = arith.constant 1.3 : f64
+    %T_m0 = arith.mulf %T_f0, %T_c0 : f64
+    %T_p1 = arith.addf %T_p0, %T_m0 : f64
+    %T_i1 = linalg.index 1 : index
+    %T_l1 = arith.index_cast %T_i1 : index to i64
+    %T_f1 = arith.sitofp %T_l1 : i64 to f64
+    %T_c1 = arith.constant 1.9 : f64
+    %T_m1 = arith.mulf %T_f1, %T_c1 : f64
+    %T_p2 = arith.addf %T_p1, %T_m1 : f64
+    %T_s = math.sin %T_p2 : f64
+    %T_k = math.cos %T_p2 : f64
+    %T_u = arith.mulf %T_x, %T_s : f64
+    %T_v = arith.mulf %T_y, %T_k : f64
+    %T_w = arith.addf %T_u, %T_v : f64
+    linalg.yield %T_w : f64
+  } -> tensor<4x3xf64>
+  %X_e = tensor.empty() : tensor<3x3xf64>
+  %X = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%b, %a : f64, f64) outs(%X_e : tensor<3x3xf64>) {
+  ^bb0(%X_x: f64, %X_y: f64, %X_o: f64):
+    %X_p0 = arith.constant 1.25 : f64
+    %X_i0 = linalg.index 0 : index
+    %X_l0 = arith.index_cast %X_i0 : index to i64
+    %X_f0 = arith.sitofp %X_l0 : i64 to f64
+    %X_c0 = arith.constant 1.3 : f64
+    %X_m0 = arith.mulf %X_f0, %X_c0 : f64
+    %X_p1 = arith.addf %X_p0, %X_m0 : f64
+    %X_i1 = linalg.index 1 : index
+    %X_l1 = arith.index_cast %X_i1 : index to i64
+    %X_f1 = arith.sitofp %X_l1 : i64 to f64
+    %X_c1 = arith.constant 1.9 : f64
+    %X_m1 = arith.mulf %X_f1, %X_c1 : f64
+    %X_p2 = arith.addf %X_p1, %X_m1 : f64
+    %X_s = math.sin %X_p2 : f64
+    %X_k = math.cos %X_p2 : f64
+    %X_u = arith.mulf %X_x, %X_s : f64
+    %X_v = arith.mulf %X_y, %X_k : f64
+    %X_w = arith.addf %X_u, %X_v : f64
+    linalg.yield %X_w : f64
+  } -> tensor<3x3xf64>
+  %ids = arith.constant dense<[1, 3, 1]> : tensor<3xindex>
+  %ge = tensor.empty() : tensor<3x3xf64>
+  %C = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%ids, %X : tensor<3xindex>, tensor<3x3xf64>) outs(%ge : tensor<3x3xf64>) {
+  ^bb0(%g_id: index, %g_x: f64, %g_o: f64):
+    %g_j = linalg.index 1 : index
+    %g_v = tensor.extract %T[%g_id, %g_j] : tensor<4x3xf64>
+    %g_p = arith.mulf %g_v, %g_x : f64
+    %g_s = math.sin %g_p : f64
+    linalg.yield %g_s : f64
+  } -> tensor<3x3xf64>
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<3x3xf64>) outs(%l_init : tensor<f64>) dimensions = [0, 1]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @check_gather(%point: i64, %p0: f64, %p1: f64) {
+  %x0 = arith.truncf %p0 : f64 to f32
+  %e0 = arith.extf %x0 : f32 to f64
+  %x1 = arith.truncf %p1 : f64 to f32
+  %e1 = arith.extf %x1 : f32 to f64
+  %g0, %g1 = ad.grad @case_gather(%x0, %x1) : (f32, f32) -> (f32, f32)
+  %tol = arith.constant 1.000000e-05 : f64
+  %gw0 = arith.extf %g0 : f32 to f64
+  %xp0, %xm0 = func.call @step(%e0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_gather_ref(%xp0, %e1) : (f64, f64) -> f64
+  %fm0 = func.call @case_gather_ref(%xm0, %e1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "gather p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%gw0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %gw1 = arith.extf %g1 : f32 to f64
+  %xp1, %xm1 = func.call @step(%e1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_gather_ref(%e0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_gather_ref(%e0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "gather p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%gw1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
 func.func @case_slices(%a: f32, %b: f32) -> f32 {
   %A_e = tensor.empty() : tensor<4x5xf32>
   %A = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f32, f32) outs(%A_e : tensor<4x5xf32>) {
@@ -8805,6 +8985,14 @@ func.func @main() {
   %tensor_if_1_1 = arith.constant 0.9 : f64
   %tensor_if_1_id = arith.constant 1 : i64
   func.call @check_tensor_if(%tensor_if_1_id, %tensor_if_1_0, %tensor_if_1_1) : (i64, f64, f64) -> ()
+  %gather_0_0 = arith.constant 0.7 : f64
+  %gather_0_1 = arith.constant -0.4 : f64
+  %gather_0_id = arith.constant 0 : i64
+  func.call @check_gather(%gather_0_id, %gather_0_0, %gather_0_1) : (i64, f64, f64) -> ()
+  %gather_1_0 = arith.constant -0.3 : f64
+  %gather_1_1 = arith.constant 0.9 : f64
+  %gather_1_id = arith.constant 1 : i64
+  func.call @check_gather(%gather_1_id, %gather_1_0, %gather_1_1) : (i64, f64, f64) -> ()
   %slices_0_0 = arith.constant 0.7 : f64
   %slices_0_1 = arith.constant -0.4 : f64
   %slices_0_id = arith.constant 0 : i64
@@ -9109,6 +9297,10 @@ func.func @main() {
 // CHECK: tensor_if p0 db: ok
 // CHECK: tensor_if p1 da: ok
 // CHECK: tensor_if p1 db: ok
+// CHECK: gather p0 da: ok
+// CHECK: gather p0 db: ok
+// CHECK: gather p1 da: ok
+// CHECK: gather p1 db: ok
 // CHECK: slices p0 da: ok
 // CHECK: slices p0 db: ok
 // CHECK: slices p1 da: ok

@@ -219,3 +219,40 @@ func.func @rnn_vjp(%w: tensor<3x3xf64>, %h0: tensor<3xf64>, %dy: tensor<3xf64>) 
   %gw, %gh = ad.pullback %pb(%dy) : !ad.pullback<(tensor<3xf64>) -> (tensor<3x3xf64>, tensor<3xf64>)>
   return %gw, %gh : tensor<3x3xf64>, tensor<3xf64>
 }
+
+// -----
+
+// A gather: the generic's body reads rows of an active table by index. It
+// is written as its loop nest before differentiation, so the adjoint is a
+// scatter-add into the table's cotangent in the reverse loops (repeated
+// indices accumulate).
+// CHECK-LABEL: func.func private @embed_ad_fwd_0
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: %[[ID:.*]] = tensor.extract %{{.*}}[%{{.*}}] : tensor<3xindex>
+// CHECK: tensor.extract %arg0[%[[ID]], %{{.*}}] : tensor<5x2xf64>
+// CHECK-LABEL: func.func private @embed_ad_pb_0
+// CHECK: %[[Z:.*]] = linalg.fill {{.*}} -> tensor<5x2xf64>
+// CHECK: scf.for {{.*}} iter_args({{.*}}, %{{.*}} = %[[Z]])
+// CHECK: scf.for {{.*}} iter_args({{.*}}, %[[DT:.*]] = %{{.*}})
+// CHECK: %[[I:.*]] = memref.load %{{.*}} : memref<?xindex>
+// CHECK: %[[OLD:.*]] = tensor.extract %[[DT]][%[[I]], %{{.*}}] : tensor<5x2xf64>
+// CHECK: %[[NEW:.*]] = arith.addf %[[OLD]], %{{.*}} : f64
+// CHECK: tensor.insert %[[NEW]] into %[[DT]][%[[I]], %{{.*}}] : tensor<5x2xf64>
+func.func @embed(%table: tensor<5x2xf64>, %ids: tensor<3xindex>) -> tensor<3x2xf64> {
+  %e = tensor.empty() : tensor<3x2xf64>
+  %g = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%ids : tensor<3xindex>) outs(%e : tensor<3x2xf64>) {
+  ^bb0(%id: index, %out: f64):
+    %j = linalg.index 1 : index
+    %v = tensor.extract %table[%id, %j] : tensor<5x2xf64>
+    %s = math.sin %v : f64
+    linalg.yield %s : f64
+  } -> tensor<3x2xf64>
+  return %g : tensor<3x2xf64>
+}
+
+func.func @embed_vjp(%t: tensor<5x2xf64>, %ids: tensor<3xindex>, %dy: tensor<3x2xf64>) -> tensor<5x2xf64> {
+  %y, %pb = ad.forward @embed(%t, %ids) : (tensor<5x2xf64>, tensor<3xindex>) -> (tensor<3x2xf64>, !ad.pullback<(tensor<3x2xf64>) -> tensor<5x2xf64>>)
+  %g = ad.pullback %pb(%dy) : !ad.pullback<(tensor<3x2xf64>) -> tensor<5x2xf64>>
+  return %g : tensor<5x2xf64>
+}
