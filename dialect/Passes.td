@@ -51,9 +51,9 @@ def ADGenerateDerivativesPass
     form the rules are written for, with upstream semantics-preserving
     rewrites: unstructured control flow is lifted to `scf` (as
     `lift-cf-to-scf` does), named linalg ops become `linalg.generic` (as
-    `linalg-generalize-named-ops` does), a `linalg.generic` whose body
-    reads a tensor from outside (a gather) becomes the `scf.for` nest it
-    denotes (its adjoint is a scatter-add, which a generic cannot
+    `linalg-generalize-named-ops` does), a `linalg.generic` or
+    `tensor.generate` whose body reads a tensor from outside (a gather)
+    becomes the `scf.for` nest it denotes (its adjoint is a scatter-add, which a generic cannot
     express), and calls made inside loops to
     non-recursive functions that run loops are inlined (their tapes would be
     buffers, which a loop cannot store per iteration). Other functions are

@@ -1201,6 +1201,23 @@ TENSORS = {
          "  linalg.yield %g_s : {t}",
          "}} -> tensor<3x3x{t}>"] +
         loss("C", [3, 3])),
+    # tensor.generate reading an active tensor (a permuted gather with
+    # repeats): written as loops, like the generic gather.
+    "generate_gather": tensor_case(
+        build("A", [5], "a", "b", 0) +
+        ["%G = tensor.generate {{",
+         "^bb0(%g_i: index):",
+         "  %g_two = arith.constant 2 : index",
+         "  %g_five = arith.constant 5 : index",
+         "  %g_d = arith.muli %g_i, %g_two : index",
+         "  %g_j = arith.remui %g_d, %g_five : index",
+         "  %g_v = tensor.extract %A[%g_j] : tensor<5x{t}>",
+         "  %g_s = math.sin %g_v : {t}",
+         "  %g_p = arith.mulf %g_s, %a : {t}",
+         "  tensor.yield %g_p : {t}",
+         "}} : tensor<7x{t}>",
+         "%C = arith.mulf %G, %G : tensor<7x{t}>"] +
+        loss("C", [7])),
     "slices": tensor_case(
         build("A", [4, 5], "a", "b", 0) + build("B", [2, 3], "b", "a", 1) +
         ["%S = tensor.extract_slice %A[1, 1] [2, 3] [1, 1] : tensor<4x5x{t}> to tensor<2x3x{t}>",

@@ -102,14 +102,51 @@ static LogicalResult rewriteRequest(DerivativeGenerator &generator,
   return success();
 }
 
-/// Whether the body of `generic` reads a tensor defined outside it (a
-/// gather: `tensor.extract %table[%id]`).
-static bool readsOuterTensor(linalg::GenericOp generic) {
+/// Whether `region` reads a tensor defined outside it (a gather:
+/// `tensor.extract %table[%id]`).
+static bool readsOuterTensor(Region &region) {
   llvm::SetVector<Value> captured;
-  getUsedValuesDefinedAbove(generic.getRegion(), captured);
+  getUsedValuesDefinedAbove(region, captured);
   return llvm::any_of(captured, [](Value value) {
     return isa<RankedTensorType>(value.getType());
   });
+}
+
+/// Rewrites `generate` as a loop nest over its positions inserting each
+/// element into an uninitialized tensor (see rewriteAsLoops).
+static void rewriteAsLoops(tensor::GenerateOp generate) {
+  OpBuilder b(generate);
+  Location loc = generate.getLoc();
+  RankedTensorType type = generate.getType();
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  SmallVector<Value> lbs, ubs, steps;
+  auto dynamicSize = generate.getDynamicExtents().begin();
+  for (int64_t size : type.getShape()) {
+    lbs.push_back(zero);
+    steps.push_back(one);
+    ubs.push_back(ShapedType::isDynamic(size)
+                      ? *dynamicSize++
+                      : arith::ConstantIndexOp::create(b, loc, size));
+  }
+  Value empty = tensor::EmptyOp::create(b, loc, type,
+                                        generate.getDynamicExtents());
+  Block *body = &generate.getBody().front();
+  scf::LoopNest nest = scf::buildLoopNest(
+      b, loc, lbs, ubs, steps, ValueRange{empty},
+      [&](OpBuilder &nested, Location nestedLoc, ValueRange ivs,
+          ValueRange tensors) -> scf::ValueVector {
+        IRMapping mapping;
+        mapping.map(body->getArguments(), ivs);
+        for (Operation &op : body->without_terminator())
+          nested.clone(op, mapping);
+        Value element =
+            mapping.lookupOrDefault(body->getTerminator()->getOperand(0));
+        return {tensor::InsertOp::create(nested, nestedLoc, element,
+                                         tensors[0], ivs)};
+      });
+  generate->replaceAllUsesWith(nest.results);
+  generate->erase();
 }
 
 /// Rewrites `generic` (on tensors) as the loop nest it denotes: one scf.for
@@ -181,7 +218,8 @@ static void rewriteAsLoops(linalg::GenericOp generic) {
 /// Brings `function` into the form the rules are written for: unstructured
 /// control flow lifted to scf (upstream's semantics-preserving
 /// transformation), named linalg ops generalized to linalg.generic, and
-/// generics whose body reads a tensor from outside written as loops.
+/// generics and tensor.generate ops whose body reads a tensor from outside
+/// written as loops.
 static LogicalResult prepareForDifferentiation(func::FuncOp function) {
   if (!function.getBody().hasOneBlock()) {
     ControlFlowToSCFTransformation transformation;
@@ -195,13 +233,20 @@ static LogicalResult prepareForDifferentiation(func::FuncOp function) {
   RewritePatternSet patterns(function.getContext());
   linalg::populateLinalgNamedOpsGeneralizationPatterns(patterns);
   walkAndApplyPatterns(function, std::move(patterns));
-  SmallVector<linalg::GenericOp> gathers;
-  function.walk([&](linalg::GenericOp generic) {
-    if (generic.hasPureTensorSemantics() && readsOuterTensor(generic))
-      gathers.push_back(generic);
+  SmallVector<Operation *> gathers;
+  function.walk([&](Operation *op) {
+    auto generic = dyn_cast<linalg::GenericOp>(op);
+    if ((generic && generic.hasPureTensorSemantics() &&
+         readsOuterTensor(generic.getRegion())) ||
+        (isa<tensor::GenerateOp>(op) && readsOuterTensor(op->getRegion(0))))
+      gathers.push_back(op);
   });
-  for (linalg::GenericOp generic : gathers)
-    rewriteAsLoops(generic);
+  for (Operation *op : gathers) {
+    if (auto generic = dyn_cast<linalg::GenericOp>(op))
+      rewriteAsLoops(generic);
+    else
+      rewriteAsLoops(cast<tensor::GenerateOp>(op));
+  }
   return success();
 }
 

@@ -4335,6 +4335,126 @@ func.func @check_gather(%point: i64, %p0: f64, %p1: f64) {
   return
 }
 
+func.func @case_generate_gather(%a: f64, %b: f64) -> f64 {
+  %A_e = tensor.empty() : tensor<5xf64>
+  %A = linalg.generic {indexing_maps = [affine_map<(d0) -> ()>, affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%a, %b : f64, f64) outs(%A_e : tensor<5xf64>) {
+  ^bb0(%A_x: f64, %A_y: f64, %A_o: f64):
+    %A_p0 = arith.constant 0.25 : f64
+    %A_i0 = linalg.index 0 : index
+    %A_l0 = arith.index_cast %A_i0 : index to i64
+    %A_f0 = arith.sitofp %A_l0 : i64 to f64
+    %A_c0 = arith.constant 1.3 : f64
+    %A_m0 = arith.mulf %A_f0, %A_c0 : f64
+    %A_p1 = arith.addf %A_p0, %A_m0 : f64
+    %A_s = math.sin %A_p1 : f64
+    %A_k = math.cos %A_p1 : f64
+    %A_u = arith.mulf %A_x, %A_s : f64
+    %A_v = arith.mulf %A_y, %A_k : f64
+    %A_w = arith.addf %A_u, %A_v : f64
+    linalg.yield %A_w : f64
+  } -> tensor<5xf64>
+  %G = tensor.generate {
+  ^bb0(%g_i: index):
+    %g_two = arith.constant 2 : index
+    %g_five = arith.constant 5 : index
+    %g_d = arith.muli %g_i, %g_two : index
+    %g_j = arith.remui %g_d, %g_five : index
+    %g_v = tensor.extract %A[%g_j] : tensor<5xf64>
+    %g_s = math.sin %g_v : f64
+    %g_p = arith.mulf %g_s, %a : f64
+    tensor.yield %g_p : f64
+  } : tensor<7xf64>
+  %C = arith.mulf %G, %G : tensor<7xf64>
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<7xf64>) outs(%l_init : tensor<f64>) dimensions = [0]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @case_generate_gather_ref(%a: f64, %b: f64) -> f64 {
+  %A_e = tensor.empty() : tensor<5xf64>
+  %A = linalg.generic {indexing_maps = [affine_map<(d0) -> ()>, affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%a, %b : f64, f64) outs(%A_e : tensor<5xf64>) {
+  ^bb0(%A_x: f64, %A_y: f64, %A_o: f64):
+    %A_p0 = arith.constant 0.25 : f64
+    %A_i0 = linalg.index 0 : index
+    %A_l0 = arith.index_cast %A_i0 : index to i64
+    %A_f0 = arith.sitofp %A_l0 : i64 to f64
+    %A_c0 = arith.constant 1.3 : f64
+    %A_m0 = arith.mulf %A_f0, %A_c0 : f64
+    %A_p1 = arith.addf %A_p0, %A_m0 : f64
+    %A_s = math.sin %A_p1 : f64
+    %A_k = math.cos %A_p1 : f64
+    %A_u = arith.mulf %A_x, %A_s : f64
+    %A_v = arith.mulf %A_y, %A_k : f64
+    %A_w = arith.addf %A_u, %A_v : f64
+    linalg.yield %A_w : f64
+  } -> tensor<5xf64>
+  %G = tensor.generate {
+  ^bb0(%g_i: index):
+    %g_two = arith.constant 2 : index
+    %g_five = arith.constant 5 : index
+    %g_d = arith.muli %g_i, %g_two : index
+    %g_j = arith.remui %g_d, %g_five : index
+    %g_v = tensor.extract %A[%g_j] : tensor<5xf64>
+    %g_s = math.sin %g_v : f64
+    %g_p = arith.mulf %g_s, %a : f64
+    tensor.yield %g_p : f64
+  } : tensor<7xf64>
+  %C = arith.mulf %G, %G : tensor<7xf64>
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<7xf64>) outs(%l_init : tensor<f64>) dimensions = [0]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @check_generate_gather(%point: i64, %p0: f64, %p1: f64) {
+  %g0, %g1 = ad.grad @case_generate_gather(%p0, %p1) : (f64, f64) -> (f64, f64)
+  %tol = arith.constant 1.000000e-06 : f64
+  %xp0, %xm0 = func.call @step(%p0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_generate_gather_ref(%xp0, %p1) : (f64, f64) -> f64
+  %fm0 = func.call @case_generate_gather_ref(%xm0, %p1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "generate_gather p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%g0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %xp1, %xm1 = func.call @step(%p1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_generate_gather_ref(%p0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_generate_gather_ref(%p0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "generate_gather p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%g1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
 func.func @case_slices(%a: f64, %b: f64) -> f64 {
   %A_e = tensor.empty() : tensor<4x5xf64>
   %A = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%A_e : tensor<4x5xf64>) {
@@ -8681,6 +8801,14 @@ func.func @main() {
   %gather_1_1 = arith.constant 0.9 : f64
   %gather_1_id = arith.constant 1 : i64
   func.call @check_gather(%gather_1_id, %gather_1_0, %gather_1_1) : (i64, f64, f64) -> ()
+  %generate_gather_0_0 = arith.constant 0.7 : f64
+  %generate_gather_0_1 = arith.constant -0.4 : f64
+  %generate_gather_0_id = arith.constant 0 : i64
+  func.call @check_generate_gather(%generate_gather_0_id, %generate_gather_0_0, %generate_gather_0_1) : (i64, f64, f64) -> ()
+  %generate_gather_1_0 = arith.constant -0.3 : f64
+  %generate_gather_1_1 = arith.constant 0.9 : f64
+  %generate_gather_1_id = arith.constant 1 : i64
+  func.call @check_generate_gather(%generate_gather_1_id, %generate_gather_1_0, %generate_gather_1_1) : (i64, f64, f64) -> ()
   %slices_0_0 = arith.constant 0.7 : f64
   %slices_0_1 = arith.constant -0.4 : f64
   %slices_0_id = arith.constant 0 : i64
@@ -8989,6 +9117,10 @@ func.func @main() {
 // CHECK: gather p0 db: ok
 // CHECK: gather p1 da: ok
 // CHECK: gather p1 db: ok
+// CHECK: generate_gather p0 da: ok
+// CHECK: generate_gather p0 db: ok
+// CHECK: generate_gather p1 da: ok
+// CHECK: generate_gather p1 db: ok
 // CHECK: slices p0 da: ok
 // CHECK: slices p0 db: ok
 // CHECK: slices p1 da: ok
