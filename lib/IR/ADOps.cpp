@@ -103,14 +103,29 @@ verifyDerivativeRequest(Operation *op, FlatSymbolRefAttr calleeAttr,
 }
 
 /// Checks that `actual` gradient results match `expected` one by one.
+/// Without `wrt`, arguments of non-differentiable type get no gradient: a
+/// note names each, since that is the usual reason for a count mismatch.
 static LogicalResult verifyGradientResults(Operation *op, TypeRange actual,
                                            ArrayRef<Type> expected,
-                                           unsigned firstResult) {
-  if (actual.size() != expected.size())
-    return op->emitOpError()
-           << "expected " << expected.size()
-           << " gradient results (one per differentiated argument), got "
-           << actual.size();
+                                           unsigned firstResult,
+                                           func::FuncOp callee) {
+  if (actual.size() != expected.size()) {
+    InFlightDiagnostic diag =
+        op->emitOpError()
+        << "expected " << expected.size()
+        << " gradient results (one per differentiated argument), got "
+        << actual.size();
+    if (!op->hasAttr("wrt"))
+      for (auto [index, input] :
+           llvm::enumerate(callee.getFunctionType().getInputs()))
+        if (!isDifferentiableType(input))
+          diag.attachNote(callee.getLoc())
+              << "argument #" << index << " of @" << callee.getSymName()
+              << " has type " << input
+              << ", which is not differentiated (only floats and ranked "
+                 "tensors of floats are)";
+    return diag;
+  }
   for (auto [index, pair] : llvm::enumerate(llvm::zip(actual, expected))) {
     auto [got, want] = pair;
     if (got != want)
@@ -160,7 +175,8 @@ LogicalResult GradOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
                               symbolTable, gradientTypes);
   if (failed(callee) || failed(verifyScalarCallee(*this, *callee)))
     return failure();
-  return verifyGradientResults(*this, getResultTypes(), gradientTypes, 0);
+  return verifyGradientResults(*this, getResultTypes(), gradientTypes, 0,
+                               *callee);
 }
 
 LogicalResult
@@ -177,7 +193,7 @@ ValueAndGradOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
                          << " but " << getCalleeAttr() << " returns "
                          << valueType;
   return verifyGradientResults(*this, getGradients().getTypes(), gradientTypes,
-                               1);
+                               1, *callee);
 }
 
 LogicalResult ForwardOp::verifySymbolUses(SymbolTableCollection &symbolTable) {

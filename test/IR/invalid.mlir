@@ -253,3 +253,16 @@ func.func @caller(%t: f64) {
   %pb = ad.make_pullback @pb(%t) : (f64) -> !ad.pullback<(f64) -> f64>
   return
 }
+
+// -----
+
+// expected-note @+1 {{argument #0 of @vec has type 'vector<4xf64>', which is not differentiated (only floats and ranked tensors of floats are)}}
+func.func @vec(%a: vector<4xf64>, %x: f64) -> f64 {
+  return %x : f64
+}
+
+func.func @caller(%a: vector<4xf64>, %x: f64) {
+  // expected-error @+1 {{'ad.grad' op expected 1 gradient results (one per differentiated argument), got 2}}
+  %g:2 = ad.grad @vec(%a, %x) : (vector<4xf64>, f64) -> (vector<4xf64>, f64)
+  return
+}
