@@ -1076,6 +1076,37 @@ TENSORS = {
          "    linalg.yield %r_m : {t}",
          "  }}"] +
         loss("C", [3])),
+    # A product reduction whose init takes part.
+    "reduce_prod": tensor_case(
+        build("A", [3, 4], "a", "b", 0) + build("B", [3], "b", "a", 1) +
+        ["%C = linalg.reduce ins(%A : tensor<3x4x{t}>) outs(%B : tensor<3x{t}>) dimensions = [1]",
+         "  (%r_in: {t}, %r_acc: {t}) {{",
+         "    %r_m = arith.mulf %r_in, %r_acc : {t}",
+         "    linalg.yield %r_m : {t}",
+         "  }}"] +
+        loss("C", [3])),
+    # Products with exact zeros at the first point (a = 0.7, b = -0.4):
+    # row 0 has one zero factor (a - 0.7), whose cotangent is the product
+    # of the others; row 1 has two (a - 0.7 and b + 0.4), so nothing flows.
+    "prod_zeros": tensor_case(
+        ["%z_c7 = arith.constant 0.7 : {t}",
+         "%z_c4 = arith.constant 0.4 : {t}",
+         "%z_one = arith.constant 1.0 : {t}",
+         "%z_two = arith.constant 2.0 : {t}",
+         "%z_f0 = arith.subf %a, %z_c7 : {t}",
+         "%z_f1 = arith.addf %b, %z_c4 : {t}",
+         "%z_ab = arith.mulf %a, %b : {t}",
+         "%z_f2 = arith.addf %z_ab, %z_one : {t}",
+         "%z_f3 = arith.addf %a, %z_two : {t}",
+         "%z_i0 = arith.addf %b, %z_two : {t}",
+         "%V = tensor.from_elements %z_f0, %b, %z_f2, %z_f0, %z_f1, %z_f3 : tensor<2x3x{t}>",
+         "%I = tensor.from_elements %z_i0, %z_f3 : tensor<2x{t}>",
+         "%C = linalg.reduce ins(%V : tensor<2x3x{t}>) outs(%I : tensor<2x{t}>) dimensions = [1]",
+         "  (%r_in: {t}, %r_acc: {t}) {{",
+         "    %r_m = arith.mulf %r_in, %r_acc : {t}",
+         "    linalg.yield %r_m : {t}",
+         "  }}"] +
+        loss("C", [2])),
     # Ties: max of equal elements shares the cotangent (derivative 1, not 3).
     "max_ties": tensor_case(
         ["%ab = arith.mulf %a, %b : {t}",

@@ -124,12 +124,12 @@ private:
 
 /// How an output of a linalg.generic combines its block argument (the value
 /// so far) with what an iteration computes.
-enum class Combiner { Overwrite, Sum, Select };
+enum class Combiner { Overwrite, Sum, Select, Product };
 
 /// The combiner of each output, or failure (with a diagnostic) for forms the
 /// rule does not support: an output is overwritten (then no loop reduces),
-/// summed (`out + expr`, matmul, sum pooling) or selected (`max(out, expr)`
-/// and the like, max pooling).
+/// summed (`out + expr`, matmul, sum pooling), selected (`max(out, expr)`
+/// and the like, max pooling) or multiplied (`out * expr`, a product).
 static FailureOr<SmallVector<Combiner>>
 classifyOutputs(linalg::GenericOp generic) {
   Block &body = *generic.getBody();
@@ -161,9 +161,13 @@ classifyOutputs(linalg::GenericOp generic) {
       combiners.push_back(Combiner::Select);
       continue;
     }
+    if (single && isa<arith::MulFOp>(combine)) {
+      combiners.push_back(Combiner::Product);
+      continue;
+    }
     return generic.emitError(
         "cannot differentiate this linalg.generic yet: its output is "
-        "combined with something other than a sum, max or min");
+        "combined with something other than a sum, product, max or min");
   }
   return combiners;
 }
@@ -224,6 +228,92 @@ static Value countWinners(OpBuilder &b, Location loc, linalg::GenericOp generic,
                                              add)});
       });
   return count.getResult(0);
+}
+
+/// For multiplied output `index` of `generic` with init `init`: how many of
+/// its factors (the init and each iteration's) are zero, and the product of
+/// the others, per element of the output. The cotangent of a factor is the
+/// product of the other factors, which these give without dividing by zero.
+static std::pair<Value, Value>
+countZeros(OpBuilder &b, Location loc, linalg::GenericOp generic,
+           unsigned index, ArrayRef<Value> inputs, Value init,
+           const llvm::SetVector<Value> &captured,
+           ArrayRef<Value> capturedPrimals) {
+  SmallVector<AffineMap> maps;
+  for (unsigned i = 0; i < inputs.size(); ++i)
+    maps.push_back(generic.getIndexingMapsArray()[i]);
+  AffineMap outputMap = generic.getIndexingMapsArray()[inputs.size() + index];
+  maps.append({outputMap, outputMap});
+  Value zeros = createZerosLike(b, loc, init.getType(), init);
+  Value ones = createFilledLike(b, loc, init, 1.0);
+  Value initZero =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, init, zeros);
+  Value count0 = arith::SelectOp::create(b, loc, initZero, ones, zeros);
+  Value product0 = arith::SelectOp::create(b, loc, initZero, ones, init);
+  Block &body = *generic.getBody();
+  BlockArgument output = generic.getRegionOutputArgs()[index];
+  Value combined = combinedValue(
+      body.getTerminator()->getOperand(index).getDefiningOp(), output);
+  auto count = linalg::GenericOp::create(
+      b, loc, TypeRange{init.getType(), init.getType()}, inputs,
+      ValueRange{count0, product0}, maps, generic.getIteratorTypesArray(),
+      [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+        IRMapping mapping;
+        for (unsigned i = 0; i < inputs.size(); ++i)
+          mapping.map(body.getArgument(i), args[i]);
+        for (BlockArgument out : generic.getRegionOutputArgs())
+          mapping.map(out, arith::ConstantOp::create(
+                               nested, nestedLoc,
+                               cast<TypedAttr>(
+                                   nested.getZeroAttr(out.getType()))));
+        for (auto [value, primal] : llvm::zip(captured, capturedPrimals))
+          mapping.map(value, primal);
+        for (Operation &op : body.without_terminator())
+          nested.clone(op, mapping);
+        Value factor = mapping.lookup(combined);
+        Type element = factor.getType();
+        Value one = arith::ConstantOp::create(
+            nested, nestedLoc, nested.getFloatAttr(element, 1.0));
+        Value zero = arith::ConstantOp::create(
+            nested, nestedLoc, nested.getFloatAttr(element, 0.0));
+        Value isZero = arith::CmpFOp::create(
+            nested, nestedLoc, arith::CmpFPredicate::OEQ, factor, zero);
+        Value counted = arith::AddFOp::create(
+            nested, nestedLoc, args[inputs.size()],
+            arith::SelectOp::create(nested, nestedLoc, isZero, one, zero));
+        Value multiplied = arith::MulFOp::create(
+            nested, nestedLoc, args[inputs.size() + 1],
+            arith::SelectOp::create(nested, nestedLoc, isZero, one, factor));
+        linalg::YieldOp::create(nested, nestedLoc,
+                                ValueRange{counted, multiplied});
+      });
+  return {count.getResult(0), count.getResult(1)};
+}
+
+/// The cotangent of one factor `factor` of a product `product` with
+/// cotangent `cotangent`, given how many factors are zero (`zeros`) and the
+/// product of the nonzero ones (`nonzero`): `cotangent * product / factor`
+/// when no factor is zero, `cotangent * nonzero` for the only zero factor,
+/// zero otherwise. Scalars or tensors (elementwise).
+static Value productShare(OpBuilder &b, Location loc, Value factor,
+                          Value product, Value cotangent, Value zeros,
+                          Value nonzero) {
+  Value zero = createFilledLike(b, loc, factor, 0.0);
+  Value one = createFilledLike(b, loc, factor, 1.0);
+  Value factorNonzero =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, factor, zero);
+  Value noZeros =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, zeros, zero);
+  Value oneZero =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, zeros, one);
+  Value others = arith::DivFOp::create(b, loc, product, factor);
+  Value whenNonzero = arith::SelectOp::create(
+      b, loc, noZeros, arith::MulFOp::create(b, loc, cotangent, others), zero);
+  Value whenZero = arith::SelectOp::create(
+      b, loc, oneZero, arith::MulFOp::create(b, loc, cotangent, nonzero),
+      zero);
+  return arith::SelectOp::create(b, loc, factorNonzero, whenNonzero,
+                                 whenZero);
 }
 
 /// Whether `body` reads loop indices (whose numbering a reordering of the
@@ -291,14 +381,31 @@ struct GenericRule
 
     // A summed output passes its cotangent to the init. A selected one (max,
     // min) splits it evenly among the values equal to the result: the
-    // contributions and, when it won, the init.
-    SmallVector<Value> resultCotangents, resultPrimals;
+    // contributions and, when it won, the init. A multiplied one gives each
+    // factor, the init included, the product of the others. Extra values
+    // the adjoint bodies read per output: the result for a selection; the
+    // result, the zero count and the nonzero product for a product.
+    SmallVector<Value> resultCotangents;
+    SmallVector<SmallVector<Value>> extras(generic.getNumResults());
     for (auto [index, result] : llvm::enumerate(generic.getResults())) {
       Value cotangent = emitter.getCotangent(result);
       Value init = generic.getDpsInits()[index];
+      if ((*combiners)[index] == Combiner::Product) {
+        Value primal = emitter.getPrimal(result);
+        Value initPrimal = emitter.getPrimal(init);
+        auto [zeroCount, nonzero] =
+            countZeros(b, loc, generic, index, inputs, initPrimal, captured,
+                       capturedPrimals);
+        resultCotangents.push_back(cotangent);
+        extras[index] = {primal, zeroCount, nonzero};
+        if (emitter.isActive(init))
+          emitter.addCotangent(init,
+                               productShare(b, loc, initPrimal, primal,
+                                            cotangent, zeroCount, nonzero));
+        continue;
+      }
       if ((*combiners)[index] != Combiner::Select) {
         resultCotangents.push_back(cotangent);
-        resultPrimals.push_back(cotangent);
         if ((*combiners)[index] == Combiner::Sum)
           emitter.addCotangent(init, cotangent);
         continue;
@@ -316,7 +423,7 @@ struct GenericRule
           arith::SelectOp::create(b, loc, initWon, ones, zeros));
       Value share = arith::DivFOp::create(b, loc, cotangent, ties);
       resultCotangents.push_back(share);
-      resultPrimals.push_back(primal);
+      extras[index] = {primal};
       if (emitter.isActive(init))
         emitter.addCotangent(
             init, arith::SelectOp::create(b, loc, initWon, share, zeros));
@@ -326,15 +433,17 @@ struct GenericRule
     unsigned numLoops = generic.getNumLoops();
 
     // Every adjoint generic reads the primal inputs, the result cotangents
-    // and, when an output is a max or min, the primal results.
-    bool selects = llvm::is_contained(*combiners, Combiner::Select);
+    // and the extra values of each output (through the output's map).
     SmallVector<AffineMap> sharedMaps(maps.begin(), maps.end());
     SmallVector<Value> adjointInputs(inputs);
     llvm::append_range(adjointInputs, resultCotangents);
-    if (selects) {
-      for (unsigned j = 0; j < generic.getNumDpsInits(); ++j)
+    SmallVector<unsigned> extraOffsets;
+    for (auto [j, values] : llvm::enumerate(extras)) {
+      extraOffsets.push_back(adjointInputs.size());
+      for (Value value : values) {
+        adjointInputs.push_back(value);
         sharedMaps.push_back(maps[numInputs + j]);
-      llvm::append_range(adjointInputs, resultPrimals);
+      }
     }
     // The adjoint generic accumulating the cotangent of `wrt` into `acc`.
     auto buildAdjoint = [&](Value wrt, Value acc, AffineMap accMap,
@@ -349,9 +458,9 @@ struct GenericRule
           b, loc, TypeRange{acc.getType()}, adjointInputs, ValueRange{acc},
           adjointMaps, iterators,
           [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
-            bodyFailed = failed(buildAdjointBody(nested, nestedLoc, generic,
-                                                 body, wrt, *combiners, args,
-                                                 captured, capturedPrimals));
+            bodyFailed = failed(buildAdjointBody(
+                nested, nestedLoc, generic, body, wrt, *combiners,
+                extraOffsets, args, captured, capturedPrimals));
           });
       if (bodyFailed)
         return failure();
@@ -435,6 +544,7 @@ struct GenericRule
                                         linalg::GenericOp generic, Block &body,
                                         Value wrt,
                                         ArrayRef<Combiner> combiners,
+                                        ArrayRef<unsigned> extraOffsets,
                                         ValueRange args,
                                         const llvm::SetVector<Value> &captured,
                                         ArrayRef<Value> capturedPrimals) {
@@ -470,11 +580,16 @@ struct GenericRule
       if (combiners[j] == Combiner::Select) {
         Value won = arith::CmpFOp::create(
             b, loc, arith::CmpFPredicate::OEQ, mapping.lookup(combined),
-            args[numInputs + numOutputs + j]);
+            args[extraOffsets[j]]);
         Value zero = arith::ConstantOp::create(
             b, loc, cast<TypedAttr>(b.getZeroAttr(cotangent.getType())));
         cotangent = arith::SelectOp::create(b, loc, won, cotangent, zero);
       }
+      if (combiners[j] == Combiner::Product)
+        cotangent = productShare(b, loc, mapping.lookup(combined),
+                                 args[extraOffsets[j]], cotangent,
+                                 args[extraOffsets[j] + 1],
+                                 args[extraOffsets[j] + 2]);
       reverse.addCotangent(combined, cotangent);
     }
     if (failed(reverse.emitReverseOps(body)))

@@ -3297,6 +3297,266 @@ func.func @check_reduce_max(%point: i64, %p0: f64, %p1: f64) {
   return
 }
 
+func.func @case_reduce_prod(%a: f32, %b: f32) -> f32 {
+  %A_e = tensor.empty() : tensor<3x4xf32>
+  %A = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f32, f32) outs(%A_e : tensor<3x4xf32>) {
+  ^bb0(%A_x: f32, %A_y: f32, %A_o: f32):
+    %A_p0 = arith.constant 0.25 : f32
+    %A_i0 = linalg.index 0 : index
+    %A_l0 = arith.index_cast %A_i0 : index to i64
+    %A_f0 = arith.sitofp %A_l0 : i64 to f32
+    %A_c0 = arith.constant 1.3 : f32
+    %A_m0 = arith.mulf %A_f0, %A_c0 : f32
+    %A_p1 = arith.addf %A_p0, %A_m0 : f32
+    %A_i1 = linalg.index 1 : index
+    %A_l1 = arith.index_cast %A_i1 : index to i64
+    %A_f1 = arith.sitofp %A_l1 : i64 to f32
+    %A_c1 = arith.constant 1.9 : f32
+    %A_m1 = arith.mulf %A_f1, %A_c1 : f32
+    %A_p2 = arith.addf %A_p1, %A_m1 : f32
+    %A_s = math.sin %A_p2 : f32
+    %A_k = math.cos %A_p2 : f32
+    %A_u = arith.mulf %A_x, %A_s : f32
+    %A_v = arith.mulf %A_y, %A_k : f32
+    %A_w = arith.addf %A_u, %A_v : f32
+    linalg.yield %A_w : f32
+  } -> tensor<3x4xf32>
+  %B_e = tensor.empty() : tensor<3xf32>
+  %B = linalg.generic {indexing_maps = [affine_map<(d0) -> ()>, affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%b, %a : f32, f32) outs(%B_e : tensor<3xf32>) {
+  ^bb0(%B_x: f32, %B_y: f32, %B_o: f32):
+    %B_p0 = arith.constant 1.25 : f32
+    %B_i0 = linalg.index 0 : index
+    %B_l0 = arith.index_cast %B_i0 : index to i64
+    %B_f0 = arith.sitofp %B_l0 : i64 to f32
+    %B_c0 = arith.constant 1.3 : f32
+    %B_m0 = arith.mulf %B_f0, %B_c0 : f32
+    %B_p1 = arith.addf %B_p0, %B_m0 : f32
+    %B_s = math.sin %B_p1 : f32
+    %B_k = math.cos %B_p1 : f32
+    %B_u = arith.mulf %B_x, %B_s : f32
+    %B_v = arith.mulf %B_y, %B_k : f32
+    %B_w = arith.addf %B_u, %B_v : f32
+    linalg.yield %B_w : f32
+  } -> tensor<3xf32>
+  %C = linalg.reduce ins(%A : tensor<3x4xf32>) outs(%B : tensor<3xf32>) dimensions = [1]
+    (%r_in: f32, %r_acc: f32) {
+      %r_m = arith.mulf %r_in, %r_acc : f32
+      linalg.yield %r_m : f32
+    }
+  %l_zero = arith.constant 0.0 : f32
+  %l_e = tensor.empty() : tensor<f32>
+  %l_init = linalg.fill ins(%l_zero : f32) outs(%l_e : tensor<f32>) -> tensor<f32>
+  %l_sum = linalg.reduce ins(%C : tensor<3xf32>) outs(%l_init : tensor<f32>) dimensions = [0]
+    (%l_in: f32, %l_acc: f32) {
+      %l_third = arith.constant 0.3333 : f32
+      %l_s = math.sin %l_in : f32
+      %l_q = arith.mulf %l_in, %l_in : f32
+      %l_q3 = arith.mulf %l_q, %l_third : f32
+      %l_v = arith.addf %l_s, %l_q3 : f32
+      %l_n = arith.addf %l_acc, %l_v : f32
+      linalg.yield %l_n : f32
+    }
+  %r = tensor.extract %l_sum[] : tensor<f32>
+  return %r : f32
+}
+
+func.func @case_reduce_prod_ref(%a: f64, %b: f64) -> f64 {
+  %A_e = tensor.empty() : tensor<3x4xf64>
+  %A = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : f64, f64) outs(%A_e : tensor<3x4xf64>) {
+  ^bb0(%A_x: f64, %A_y: f64, %A_o: f64):
+    %A_p0 = arith.constant 0.25 : f64
+    %A_i0 = linalg.index 0 : index
+    %A_l0 = arith.index_cast %A_i0 : index to i64
+    %A_f0 = arith.sitofp %A_l0 : i64 to f64
+    %A_c0 = arith.constant 1.3 : f64
+    %A_m0 = arith.mulf %A_f0, %A_c0 : f64
+    %A_p1 = arith.addf %A_p0, %A_m0 : f64
+    %A_i1 = linalg.index 1 : index
+    %A_l1 = arith.index_cast %A_i1 : index to i64
+    %A_f1 = arith.sitofp %A_l1 : i64 to f64
+    %A_c1 = arith.constant 1.9 : f64
+    %A_m1 = arith.mulf %A_f1, %A_c1 : f64
+    %A_p2 = arith.addf %A_p1, %A_m1 : f64
+    %A_s = math.sin %A_p2 : f64
+    %A_k = math.cos %A_p2 : f64
+    %A_u = arith.mulf %A_x, %A_s : f64
+    %A_v = arith.mulf %A_y, %A_k : f64
+    %A_w = arith.addf %A_u, %A_v : f64
+    linalg.yield %A_w : f64
+  } -> tensor<3x4xf64>
+  %B_e = tensor.empty() : tensor<3xf64>
+  %B = linalg.generic {indexing_maps = [affine_map<(d0) -> ()>, affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%b, %a : f64, f64) outs(%B_e : tensor<3xf64>) {
+  ^bb0(%B_x: f64, %B_y: f64, %B_o: f64):
+    %B_p0 = arith.constant 1.25 : f64
+    %B_i0 = linalg.index 0 : index
+    %B_l0 = arith.index_cast %B_i0 : index to i64
+    %B_f0 = arith.sitofp %B_l0 : i64 to f64
+    %B_c0 = arith.constant 1.3 : f64
+    %B_m0 = arith.mulf %B_f0, %B_c0 : f64
+    %B_p1 = arith.addf %B_p0, %B_m0 : f64
+    %B_s = math.sin %B_p1 : f64
+    %B_k = math.cos %B_p1 : f64
+    %B_u = arith.mulf %B_x, %B_s : f64
+    %B_v = arith.mulf %B_y, %B_k : f64
+    %B_w = arith.addf %B_u, %B_v : f64
+    linalg.yield %B_w : f64
+  } -> tensor<3xf64>
+  %C = linalg.reduce ins(%A : tensor<3x4xf64>) outs(%B : tensor<3xf64>) dimensions = [1]
+    (%r_in: f64, %r_acc: f64) {
+      %r_m = arith.mulf %r_in, %r_acc : f64
+      linalg.yield %r_m : f64
+    }
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<3xf64>) outs(%l_init : tensor<f64>) dimensions = [0]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @check_reduce_prod(%point: i64, %p0: f64, %p1: f64) {
+  %x0 = arith.truncf %p0 : f64 to f32
+  %e0 = arith.extf %x0 : f32 to f64
+  %x1 = arith.truncf %p1 : f64 to f32
+  %e1 = arith.extf %x1 : f32 to f64
+  %g0, %g1 = ad.grad @case_reduce_prod(%x0, %x1) : (f32, f32) -> (f32, f32)
+  %tol = arith.constant 1.000000e-05 : f64
+  %gw0 = arith.extf %g0 : f32 to f64
+  %xp0, %xm0 = func.call @step(%e0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_reduce_prod_ref(%xp0, %e1) : (f64, f64) -> f64
+  %fm0 = func.call @case_reduce_prod_ref(%xm0, %e1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "reduce_prod p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%gw0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %gw1 = arith.extf %g1 : f32 to f64
+  %xp1, %xm1 = func.call @step(%e1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_reduce_prod_ref(%e0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_reduce_prod_ref(%e0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "reduce_prod p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%gw1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
+func.func @case_prod_zeros(%a: f32, %b: f32) -> f32 {
+  %z_c7 = arith.constant 0.7 : f32
+  %z_c4 = arith.constant 0.4 : f32
+  %z_one = arith.constant 1.0 : f32
+  %z_two = arith.constant 2.0 : f32
+  %z_f0 = arith.subf %a, %z_c7 : f32
+  %z_f1 = arith.addf %b, %z_c4 : f32
+  %z_ab = arith.mulf %a, %b : f32
+  %z_f2 = arith.addf %z_ab, %z_one : f32
+  %z_f3 = arith.addf %a, %z_two : f32
+  %z_i0 = arith.addf %b, %z_two : f32
+  %V = tensor.from_elements %z_f0, %b, %z_f2, %z_f0, %z_f1, %z_f3 : tensor<2x3xf32>
+  %I = tensor.from_elements %z_i0, %z_f3 : tensor<2xf32>
+  %C = linalg.reduce ins(%V : tensor<2x3xf32>) outs(%I : tensor<2xf32>) dimensions = [1]
+    (%r_in: f32, %r_acc: f32) {
+      %r_m = arith.mulf %r_in, %r_acc : f32
+      linalg.yield %r_m : f32
+    }
+  %l_zero = arith.constant 0.0 : f32
+  %l_e = tensor.empty() : tensor<f32>
+  %l_init = linalg.fill ins(%l_zero : f32) outs(%l_e : tensor<f32>) -> tensor<f32>
+  %l_sum = linalg.reduce ins(%C : tensor<2xf32>) outs(%l_init : tensor<f32>) dimensions = [0]
+    (%l_in: f32, %l_acc: f32) {
+      %l_third = arith.constant 0.3333 : f32
+      %l_s = math.sin %l_in : f32
+      %l_q = arith.mulf %l_in, %l_in : f32
+      %l_q3 = arith.mulf %l_q, %l_third : f32
+      %l_v = arith.addf %l_s, %l_q3 : f32
+      %l_n = arith.addf %l_acc, %l_v : f32
+      linalg.yield %l_n : f32
+    }
+  %r = tensor.extract %l_sum[] : tensor<f32>
+  return %r : f32
+}
+
+func.func @case_prod_zeros_ref(%a: f64, %b: f64) -> f64 {
+  %z_c7 = arith.constant 0.7 : f64
+  %z_c4 = arith.constant 0.4 : f64
+  %z_one = arith.constant 1.0 : f64
+  %z_two = arith.constant 2.0 : f64
+  %z_f0 = arith.subf %a, %z_c7 : f64
+  %z_f1 = arith.addf %b, %z_c4 : f64
+  %z_ab = arith.mulf %a, %b : f64
+  %z_f2 = arith.addf %z_ab, %z_one : f64
+  %z_f3 = arith.addf %a, %z_two : f64
+  %z_i0 = arith.addf %b, %z_two : f64
+  %V = tensor.from_elements %z_f0, %b, %z_f2, %z_f0, %z_f1, %z_f3 : tensor<2x3xf64>
+  %I = tensor.from_elements %z_i0, %z_f3 : tensor<2xf64>
+  %C = linalg.reduce ins(%V : tensor<2x3xf64>) outs(%I : tensor<2xf64>) dimensions = [1]
+    (%r_in: f64, %r_acc: f64) {
+      %r_m = arith.mulf %r_in, %r_acc : f64
+      linalg.yield %r_m : f64
+    }
+  %l_zero = arith.constant 0.0 : f64
+  %l_e = tensor.empty() : tensor<f64>
+  %l_init = linalg.fill ins(%l_zero : f64) outs(%l_e : tensor<f64>) -> tensor<f64>
+  %l_sum = linalg.reduce ins(%C : tensor<2xf64>) outs(%l_init : tensor<f64>) dimensions = [0]
+    (%l_in: f64, %l_acc: f64) {
+      %l_third = arith.constant 0.3333 : f64
+      %l_s = math.sin %l_in : f64
+      %l_q = arith.mulf %l_in, %l_in : f64
+      %l_q3 = arith.mulf %l_q, %l_third : f64
+      %l_v = arith.addf %l_s, %l_q3 : f64
+      %l_n = arith.addf %l_acc, %l_v : f64
+      linalg.yield %l_n : f64
+    }
+  %r = tensor.extract %l_sum[] : tensor<f64>
+  return %r : f64
+}
+
+func.func @check_prod_zeros(%point: i64, %p0: f64, %p1: f64) {
+  %x0 = arith.truncf %p0 : f64 to f32
+  %e0 = arith.extf %x0 : f32 to f64
+  %x1 = arith.truncf %p1 : f64 to f32
+  %e1 = arith.extf %x1 : f32 to f64
+  %g0, %g1 = ad.grad @case_prod_zeros(%x0, %x1) : (f32, f32) -> (f32, f32)
+  %tol = arith.constant 1.000000e-05 : f64
+  %gw0 = arith.extf %g0 : f32 to f64
+  %xp0, %xm0 = func.call @step(%e0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_prod_zeros_ref(%xp0, %e1) : (f64, f64) -> f64
+  %fm0 = func.call @case_prod_zeros_ref(%xm0, %e1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "prod_zeros p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%gw0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %gw1 = arith.extf %g1 : f32 to f64
+  %xp1, %xm1 = func.call @step(%e1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_prod_zeros_ref(%e0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_prod_zeros_ref(%e0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "prod_zeros p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%gw1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
 func.func @case_max_ties(%a: f32, %b: f32) -> f32 {
   %ab = arith.mulf %a, %b : f32
   %S = tensor.splat %ab : tensor<3xf32>
@@ -9055,6 +9315,22 @@ func.func @main() {
   %reduce_max_1_1 = arith.constant 0.9 : f64
   %reduce_max_1_id = arith.constant 1 : i64
   func.call @check_reduce_max(%reduce_max_1_id, %reduce_max_1_0, %reduce_max_1_1) : (i64, f64, f64) -> ()
+  %reduce_prod_0_0 = arith.constant 0.7 : f64
+  %reduce_prod_0_1 = arith.constant -0.4 : f64
+  %reduce_prod_0_id = arith.constant 0 : i64
+  func.call @check_reduce_prod(%reduce_prod_0_id, %reduce_prod_0_0, %reduce_prod_0_1) : (i64, f64, f64) -> ()
+  %reduce_prod_1_0 = arith.constant -0.3 : f64
+  %reduce_prod_1_1 = arith.constant 0.9 : f64
+  %reduce_prod_1_id = arith.constant 1 : i64
+  func.call @check_reduce_prod(%reduce_prod_1_id, %reduce_prod_1_0, %reduce_prod_1_1) : (i64, f64, f64) -> ()
+  %prod_zeros_0_0 = arith.constant 0.7 : f64
+  %prod_zeros_0_1 = arith.constant -0.4 : f64
+  %prod_zeros_0_id = arith.constant 0 : i64
+  func.call @check_prod_zeros(%prod_zeros_0_id, %prod_zeros_0_0, %prod_zeros_0_1) : (i64, f64, f64) -> ()
+  %prod_zeros_1_0 = arith.constant -0.3 : f64
+  %prod_zeros_1_1 = arith.constant 0.9 : f64
+  %prod_zeros_1_id = arith.constant 1 : i64
+  func.call @check_prod_zeros(%prod_zeros_1_id, %prod_zeros_1_0, %prod_zeros_1_1) : (i64, f64, f64) -> ()
   %max_ties_0_0 = arith.constant 0.7 : f64
   %max_ties_0_1 = arith.constant -0.4 : f64
   %max_ties_0_id = arith.constant 0 : i64
@@ -9403,6 +9679,14 @@ func.func @main() {
 // CHECK: reduce_max p0 db: ok
 // CHECK: reduce_max p1 da: ok
 // CHECK: reduce_max p1 db: ok
+// CHECK: reduce_prod p0 da: ok
+// CHECK: reduce_prod p0 db: ok
+// CHECK: reduce_prod p1 da: ok
+// CHECK: reduce_prod p1 db: ok
+// CHECK: prod_zeros p0 da: ok
+// CHECK: prod_zeros p0 db: ok
+// CHECK: prod_zeros p1 da: ok
+// CHECK: prod_zeros p1 db: ok
 // CHECK: max_ties p0 da: ok
 // CHECK: max_ties p0 db: ok
 // CHECK: max_ties p1 da: ok

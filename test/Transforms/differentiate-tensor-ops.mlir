@@ -570,3 +570,38 @@ func.func @elementwise_vjp(%a: tensor<2x3xf64>, %b: tensor<2x3xf64>, %dy: tensor
   %g0, %g1 = ad.pullback %pb(%dy) : !ad.pullback<(tensor<2x3xf64>) -> (tensor<2x3xf64>, tensor<2x3xf64>)>
   return %g0, %g1 : tensor<2x3xf64>, tensor<2x3xf64>
 }
+
+// -----
+
+// reduce (product): one pass counts the zero factors (the init included)
+// and multiplies the others; each factor then gets the cotangent times the
+// product of the other factors, y / x when no factor is zero, the nonzero
+// product for the only zero factor, and zero otherwise.
+// CHECK-LABEL: func.func private @reduce_prod_ad_pb_0_1
+// CHECK-SAME: (%[[A:.*]]: tensor<3x4xf64>, %[[Y:.*]]: tensor<3xf64>, %[[INIT:.*]]: tensor<3xf64>, %[[DY:.*]]: tensor<3xf64>)
+// CHECK: %[[COUNTS:.*]]:2 = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[A]] : tensor<3x4xf64>)
+// CHECK: arith.cmpf oeq
+// CHECK: arith.addf
+// CHECK: arith.mulf
+// CHECK: arith.divf %[[Y]], %[[INIT]] : tensor<3xf64>
+// CHECK: linalg.generic {{.*}} ins(%[[A]], %[[DY]], %[[Y]], %[[COUNTS]]#0, %[[COUNTS]]#1 :
+// CHECK: %[[NZ:.*]] = arith.cmpf une
+// CHECK: %[[NONE:.*]] = arith.cmpf oeq
+// CHECK: %[[ONE:.*]] = arith.cmpf oeq
+// CHECK: arith.divf
+// CHECK: arith.select %[[NONE]]
+// CHECK: arith.select %[[ONE]]
+// CHECK: arith.select %[[NZ]]
+func.func @reduce_prod(%a: tensor<3x4xf64>, %c: tensor<3xf64>) -> tensor<3xf64> {
+  %r = linalg.reduce ins(%a : tensor<3x4xf64>) outs(%c : tensor<3xf64>) dimensions = [1]
+    (%in: f64, %acc: f64) {
+      %m = arith.mulf %in, %acc : f64
+      linalg.yield %m : f64
+    }
+  return %r : tensor<3xf64>
+}
+func.func @reduce_prod_vjp(%a: tensor<3x4xf64>, %c: tensor<3xf64>, %dy: tensor<3xf64>) -> (tensor<3x4xf64>, tensor<3xf64>) {
+  %y, %pb = ad.forward @reduce_prod(%a, %c) : (tensor<3x4xf64>, tensor<3xf64>) -> (tensor<3xf64>, !ad.pullback<(tensor<3xf64>) -> (tensor<3x4xf64>, tensor<3xf64>)>)
+  %g0, %g1 = ad.pullback %pb(%dy) : !ad.pullback<(tensor<3xf64>) -> (tensor<3x4xf64>, tensor<3xf64>)>
+  return %g0, %g1 : tensor<3x4xf64>, tensor<3xf64>
+}
