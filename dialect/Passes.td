@@ -126,6 +126,19 @@ def ADSimplifyAdjointsPass : Pass<"ad-simplify-adjoints"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def ADLegalizeForBufferizationPass : Pass<"ad-legalize-for-bufferization"> {
+  let summary = "Work around gaps in the upstream lowering of tensor ops";
+  let description = [{
+    Rewrites a `tensor.expand_shape` with two or more dynamic sizes in one
+    reassociation group into the equivalent `tensor.reshape` (its shape
+    built from the `output_shape` operands). Upstream
+    `expand-strided-metadata` (LLVM 22) crashes on the `memref.expand_shape`
+    such an op bufferizes to (llvm/llvm-project#186830, fixed in LLVM 23).
+    Run before bufferization.
+  }];
+  let dependentDialects = ["::mlir::tensor::TensorDialect"];
+}
+
 def ADLegalizeForLLVMPass : Pass<"ad-legalize-for-llvm"> {
   let summary = "Work around gaps in the upstream arith-to-LLVM lowering";
   let description = [{

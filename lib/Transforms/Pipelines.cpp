@@ -28,6 +28,7 @@ void mlir::ad::buildDifferentiatePipeline(OpPassManager &pm) {
 /// Tensors to buffers, in place where possible, with deallocation. Function
 /// arguments stay read-only so callers' buffers survive the call.
 static void addBufferization(OpPassManager &pm) {
+  pm.addPass(ad::createADLegalizeForBufferizationPass());
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
   bufferization::OneShotBufferizePassOptions options;
   options.bufferizeFunctionBoundaries = true;

@@ -8489,9 +8489,8 @@ func.func @case_dyn_splat_generate_reshape(%a: f32, %b: f32) -> f32 {
   %GS = arith.mulf %G, %Sp : tensor<?x?xf32>
   %shape = tensor.from_elements %n3, %n4 : tensor<2xindex>
   %R = tensor.reshape %GS(%shape) : (tensor<?x?xf32>, tensor<2xindex>) -> tensor<?x?xf32>
-  %E = tensor.expand_shape %R [[0], [1, 2]] output_shape [%n3, %n2, 2] : tensor<?x?xf32> into tensor<?x?x2xf32>
-  %Th = math.tanh %E : tensor<?x?x2xf32>
-  %Td = tensor.cast %Th : tensor<?x?x2xf32> to tensor<?x?x?xf32>
+  %E = tensor.expand_shape %R [[0], [1, 2]] output_shape [%n3, %n2, %n2] : tensor<?x?xf32> into tensor<?x?x?xf32>
+  %Td = math.tanh %E : tensor<?x?x?xf32>
   %C = tensor.collapse_shape %Td [[0, 1], [2]] : tensor<?x?x?xf32> into tensor<?x?xf32>
   %l_zero = arith.constant 0.0 : f32
   %l_e = tensor.empty() : tensor<f32>
@@ -8542,9 +8541,8 @@ func.func @case_dyn_splat_generate_reshape_ref(%a: f64, %b: f64) -> f64 {
   %GS = arith.mulf %G, %Sp : tensor<?x?xf64>
   %shape = tensor.from_elements %n3, %n4 : tensor<2xindex>
   %R = tensor.reshape %GS(%shape) : (tensor<?x?xf64>, tensor<2xindex>) -> tensor<?x?xf64>
-  %E = tensor.expand_shape %R [[0], [1, 2]] output_shape [%n3, %n2, 2] : tensor<?x?xf64> into tensor<?x?x2xf64>
-  %Th = math.tanh %E : tensor<?x?x2xf64>
-  %Td = tensor.cast %Th : tensor<?x?x2xf64> to tensor<?x?x?xf64>
+  %E = tensor.expand_shape %R [[0], [1, 2]] output_shape [%n3, %n2, %n2] : tensor<?x?xf64> into tensor<?x?x?xf64>
+  %Td = math.tanh %E : tensor<?x?x?xf64>
   %C = tensor.collapse_shape %Td [[0, 1], [2]] : tensor<?x?x?xf64> into tensor<?x?xf64>
   %l_zero = arith.constant 0.0 : f64
   %l_e = tensor.empty() : tensor<f64>
