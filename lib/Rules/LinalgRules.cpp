@@ -178,40 +178,66 @@ static Value combinedValue(Operation *combine, BlockArgument output) {
                                           : combine->getOperand(0);
 }
 
+/// Clones the body of `generic` (but its yield) at `b`, reading the input
+/// elements `inputArgs` and, for scalars read from outside, their primals.
+/// Output arguments only feed the combining ops, whose results the reverse
+/// bodies do not need: they read zero.
+static void recomputeBody(OpBuilder &b, Location loc,
+                          linalg::GenericOp generic, ValueRange inputArgs,
+                          const llvm::SetVector<Value> &captured,
+                          ArrayRef<Value> capturedPrimals,
+                          IRMapping &mapping) {
+  Block &body = *generic.getBody();
+  for (auto [index, arg] : llvm::enumerate(inputArgs))
+    mapping.map(body.getArgument(index), arg);
+  for (BlockArgument output : generic.getRegionOutputArgs())
+    mapping.map(output,
+                arith::ConstantOp::create(
+                    b, loc, cast<TypedAttr>(b.getZeroAttr(output.getType()))));
+  for (auto [value, primal] : llvm::zip(captured, capturedPrimals))
+    mapping.map(value, primal);
+  for (Operation &op : body.without_terminator())
+    b.clone(op, mapping);
+}
+
+/// The maps of a pass over the loops of `generic` that reads its inputs and
+/// accumulates two values per element of output `index`.
+static SmallVector<AffineMap> outputPassMaps(linalg::GenericOp generic,
+                                             unsigned index) {
+  SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
+  unsigned numInputs = generic.getNumDpsInputs();
+  maps.resize(numInputs);
+  AffineMap outputMap = generic.getIndexingMapsArray()[numInputs + index];
+  maps.append({outputMap, outputMap});
+  return maps;
+}
+
+/// The value the body combines into output `index` (with a sum, product,
+/// max or min).
+static Value combinedValueOf(linalg::GenericOp generic, unsigned index) {
+  Block &body = *generic.getBody();
+  return combinedValue(body.getTerminator()->getOperand(index).getDefiningOp(),
+                       generic.getRegionOutputArgs()[index]);
+}
+
 /// For selected output `index` of `generic`: how many iterations computed a
 /// value equal to the result (ties share the cotangent).
 static Value countWinners(OpBuilder &b, Location loc, linalg::GenericOp generic,
                           unsigned index, ArrayRef<Value> inputs, Value result,
                           const llvm::SetVector<Value> &captured,
                           ArrayRef<Value> capturedPrimals) {
-  SmallVector<AffineMap> maps;
-  for (unsigned i = 0; i < inputs.size(); ++i)
-    maps.push_back(generic.getIndexingMapsArray()[i]);
-  AffineMap outputMap = generic.getIndexingMapsArray()[inputs.size() + index];
-  maps.append({outputMap, outputMap});
+  SmallVector<AffineMap> maps = outputPassMaps(generic, index);
   SmallVector<Value> countInputs(inputs);
   countInputs.push_back(result);
   Value zeros = createZerosLike(b, loc, result.getType(), result);
-  Block &body = *generic.getBody();
-  BlockArgument output = generic.getRegionOutputArgs()[index];
-  Value combined = combinedValue(
-      body.getTerminator()->getOperand(index).getDefiningOp(), output);
+  Value combined = combinedValueOf(generic, index);
   auto count = linalg::GenericOp::create(
       b, loc, TypeRange{result.getType()}, countInputs, ValueRange{zeros}, maps,
       generic.getIteratorTypesArray(),
       [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
         IRMapping mapping;
-        for (unsigned i = 0; i < inputs.size(); ++i)
-          mapping.map(body.getArgument(i), args[i]);
-        for (BlockArgument out : generic.getRegionOutputArgs())
-          mapping.map(out, arith::ConstantOp::create(
-                               nested, nestedLoc,
-                               cast<TypedAttr>(
-                                   nested.getZeroAttr(out.getType()))));
-        for (auto [value, primal] : llvm::zip(captured, capturedPrimals))
-          mapping.map(value, primal);
-        for (Operation &op : body.without_terminator())
-          nested.clone(op, mapping);
+        recomputeBody(nested, nestedLoc, generic, args.take_front(inputs.size()),
+                      captured, capturedPrimals, mapping);
         Type element = args.back().getType();
         Value won = arith::CmpFOp::create(nested, nestedLoc,
                                           arith::CmpFPredicate::OEQ,
@@ -239,37 +265,21 @@ countZeros(OpBuilder &b, Location loc, linalg::GenericOp generic,
            unsigned index, ArrayRef<Value> inputs, Value init,
            const llvm::SetVector<Value> &captured,
            ArrayRef<Value> capturedPrimals) {
-  SmallVector<AffineMap> maps;
-  for (unsigned i = 0; i < inputs.size(); ++i)
-    maps.push_back(generic.getIndexingMapsArray()[i]);
-  AffineMap outputMap = generic.getIndexingMapsArray()[inputs.size() + index];
-  maps.append({outputMap, outputMap});
+  SmallVector<AffineMap> maps = outputPassMaps(generic, index);
   Value zeros = createZerosLike(b, loc, init.getType(), init);
   Value ones = createFilledLike(b, loc, init, 1.0);
   Value initZero =
       arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, init, zeros);
   Value count0 = arith::SelectOp::create(b, loc, initZero, ones, zeros);
   Value product0 = arith::SelectOp::create(b, loc, initZero, ones, init);
-  Block &body = *generic.getBody();
-  BlockArgument output = generic.getRegionOutputArgs()[index];
-  Value combined = combinedValue(
-      body.getTerminator()->getOperand(index).getDefiningOp(), output);
+  Value combined = combinedValueOf(generic, index);
   auto count = linalg::GenericOp::create(
       b, loc, TypeRange{init.getType(), init.getType()}, inputs,
       ValueRange{count0, product0}, maps, generic.getIteratorTypesArray(),
       [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
         IRMapping mapping;
-        for (unsigned i = 0; i < inputs.size(); ++i)
-          mapping.map(body.getArgument(i), args[i]);
-        for (BlockArgument out : generic.getRegionOutputArgs())
-          mapping.map(out, arith::ConstantOp::create(
-                               nested, nestedLoc,
-                               cast<TypedAttr>(
-                                   nested.getZeroAttr(out.getType()))));
-        for (auto [value, primal] : llvm::zip(captured, capturedPrimals))
-          mapping.map(value, primal);
-        for (Operation &op : body.without_terminator())
-          nested.clone(op, mapping);
+        recomputeBody(nested, nestedLoc, generic, args.take_front(inputs.size()),
+                      captured, capturedPrimals, mapping);
         Value factor = mapping.lookup(combined);
         Type element = factor.getType();
         Value one = arith::ConstantOp::create(
@@ -551,18 +561,8 @@ struct GenericRule
     unsigned numInputs = generic.getNumDpsInputs();
     unsigned numOutputs = generic.getNumDpsInits();
     IRMapping mapping;
-    for (unsigned i = 0; i < numInputs; ++i)
-      mapping.map(body.getArgument(i), args[i]);
-    // Output arguments only feed the accumulating additions, whose results
-    // the adjoint does not need.
-    for (BlockArgument output : generic.getRegionOutputArgs())
-      mapping.map(output, arith::ConstantOp::create(
-                              b, loc, cast<TypedAttr>(b.getZeroAttr(
-                                          output.getType()))));
-    for (auto [value, primal] : llvm::zip(captured, capturedPrimals))
-      mapping.map(value, primal);
-    for (Operation &op : body.without_terminator())
-      b.clone(op, mapping);
+    recomputeBody(b, loc, generic, args.take_front(numInputs), captured,
+                  capturedPrimals, mapping);
 
     BodyReverseEmitter reverse(b, mapping, body, wrt);
     Operation *yield = body.getTerminator();
