@@ -787,20 +787,6 @@ struct FromElementsRule
 };
 
 /// tensor.expand_shape and tensor.collapse_shape: reshape the cotangent back.
-/// The sizes of `tensor` (a primal in the pullback), static where known.
-static SmallVector<OpFoldResult> sizesOf(OpBuilder &b, Location loc,
-                                         Value tensor) {
-  auto type = cast<RankedTensorType>(tensor.getType());
-  SmallVector<OpFoldResult> sizes;
-  for (auto [index, size] : llvm::enumerate(type.getShape()))
-    sizes.push_back(ShapedType::isDynamic(size)
-                        ? OpFoldResult(tensor::DimOp::create(b, loc, tensor,
-                                                             index)
-                                           .getResult())
-                        : OpFoldResult(b.getIndexAttr(size)));
-  return sizes;
-}
-
 struct ExpandShapeRule
     : ReverseRuleOpInterface::ExternalModel<ExpandShapeRule,
                                             tensor::ExpandShapeOp> {
@@ -827,29 +813,23 @@ struct CollapseShapeRule
     Value cotangent = emitter.getCotangent(collapse.getResult());
     SmallVector<ReassociationIndices> groups =
         collapse.getReassociationIndices();
-    // With at most one dynamic size per group, the sizes follow from the
-    // cotangent's. Otherwise they are read from the source, and the
-    // cotangent is reshaped with tensor.reshape: upstream
-    // expand-strided-metadata (LLVM 22) crashes on an expand_shape with two
-    // dynamic sizes in one group.
+    // With at most one dynamic size per group the sizes follow from the
+    // cotangent's; otherwise they are read from the source. (Lowering an
+    // expand_shape with two dynamic sizes in a group needs
+    // ad-legalize-for-bufferization with LLVM 22.)
     bool inferable = llvm::all_of(groups, [&](const ReassociationIndices &g) {
       return llvm::count_if(g, [&](int64_t dim) {
                return sourceType.isDynamicDim(dim);
              }) <= 1;
     });
-    Value expanded;
-    if (inferable) {
-      expanded = tensor::ExpandShapeOp::create(b, loc, sourceType, cotangent,
-                                               groups);
-    } else {
-      SmallVector<Value> sizes;
-      for (OpFoldResult size :
-           sizesOf(b, loc, emitter.getPrimal(collapse.getSrc())))
-        sizes.push_back(getValueOrCreateConstantIndexOp(b, loc, size));
-      Value shape = tensor::FromElementsOp::create(b, loc, sizes);
-      expanded =
-          tensor::ReshapeOp::create(b, loc, sourceType, cotangent, shape);
-    }
+    Value expanded =
+        inferable
+            ? tensor::ExpandShapeOp::create(b, loc, sourceType, cotangent,
+                                            groups)
+            : tensor::ExpandShapeOp::create(
+                  b, loc, sourceType, cotangent, groups,
+                  tensor::getMixedSizes(b, loc,
+                                        emitter.getPrimal(collapse.getSrc())));
     emitter.addCotangent(collapse.getSrc(), expanded);
     return success();
   }
@@ -868,7 +848,7 @@ struct ConcatRule
     OpFoldResult offset = b.getIndexAttr(0);
     for (Value input : concat.getInputs()) {
       SmallVector<OpFoldResult> sizes =
-          sizesOf(b, loc, emitter.getPrimal(input));
+          tensor::getMixedSizes(b, loc, emitter.getPrimal(input));
       SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
       offsets[dim] = offset;
       SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
@@ -972,7 +952,7 @@ struct PadRule
     Value cotangent = emitter.getCotangent(pad.getResult());
     unsigned rank = pad.getSourceType().getRank();
     SmallVector<OpFoldResult> sizes =
-        sizesOf(b, loc, emitter.getPrimal(pad.getSource()));
+        tensor::getMixedSizes(b, loc, emitter.getPrimal(pad.getSource()));
     SmallVector<OpFoldResult> low = primalsOf(pad.getMixedLowPad(), emitter);
     SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
     if (emitter.isActive(pad.getSource()))
@@ -1034,7 +1014,7 @@ struct ReshapeRule
     auto shapeType = cast<RankedTensorType>(reshape.getShape().getType());
     Value source = emitter.getPrimal(reshape.getSource());
     SmallVector<Value> extents;
-    for (OpFoldResult size : sizesOf(b, loc, source)) {
+    for (OpFoldResult size : tensor::getMixedSizes(b, loc, source)) {
       Value extent = getValueOrCreateConstantIndexOp(b, loc, size);
       if (!shapeType.getElementType().isIndex())
         extent = arith::IndexCastOp::create(b, loc,
