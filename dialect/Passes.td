@@ -126,6 +126,30 @@ def ADSimplifyAdjointsPass : Pass<"ad-simplify-adjoints"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def ADLegalizeLoopsPass : Pass<"ad-legalize-loops"> {
+  let summary = "Work around upstream miscompiles of narrow scf.for loops";
+  let description = [{
+    Rewrites every `scf.for` whose induction variable is an integer
+    narrower than 64 bits into the same loop over `i64`: the bounds and
+    step are sign-extended (zero-extended for `scf.for unsigned`) and the
+    body reads the induction variable truncated back to its type. Upstream
+    `scf.for` canonicalization (LLVM 22) computes a constant trip count as
+    `ub - lb` in the narrow type, where it overflows: a signed `i8` loop
+    from -100 to 100 folds to zero iterations. `ad-lower-to-llvm` runs this
+    pass before anything else.
+    ```mlir
+    %r = scf.for %i = %lb to %ub step %s iter_args(%a = %x) -> (f64) : i8 {...}
+    // becomes
+    %r = scf.for %j = %lb64 to %ub64 step %s64 iter_args(%a = %x) -> (f64) : i64 {
+      %i = arith.trunci %j : i64 to i8
+      ...
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 def ADLegalizeForBufferizationPass : Pass<"ad-legalize-for-bufferization"> {
   let summary = "Work around gaps in the upstream lowering of tensor ops";
   let description = [{

@@ -49,9 +49,10 @@ public:
       Value value = worklist.pop_back_val();
       if (!varied.insert(value).second)
         continue;
+      // A use nested in a region op of the body varies that op.
       for (Operation *user : value.getUsers())
-        if (user->getBlock() == &body)
-          llvm::append_range(worklist, user->getResults());
+        if (Operation *inBody = body.findAncestorOpInBlock(*user))
+          llvm::append_range(worklist, inBody->getResults());
     }
   }
 
@@ -95,6 +96,12 @@ public:
           llvm::none_of(op.getResults(),
                         [&](Value result) { return isActive(result); }))
         continue;
+      // Region ops and calls would need the tape of a function-level sweep.
+      if (op.getNumRegions() > 0 || isa<CallOpInterface>(op))
+        return op.emitError()
+               << "cannot differentiate '" << op.getName()
+               << "' inside the body of a linalg or tensor op "
+                  "(ad-generate-derivatives writes such bodies as loop nests)";
       auto rule = dyn_cast<ReverseRuleOpInterface>(op);
       if (!rule)
         return op.emitError() << "no derivative rule for '" << op.getName()
@@ -124,12 +131,14 @@ private:
 
 /// How an output of a linalg.generic combines its block argument (the value
 /// so far) with what an iteration computes.
-enum class Combiner { Overwrite, Sum, Select, Product };
+enum class Combiner { Overwrite, Sum, Select };
 
 /// The combiner of each output, or failure (with a diagnostic) for forms the
 /// rule does not support: an output is overwritten (then no loop reduces),
-/// summed (`out + expr`, matmul, sum pooling), selected (`max(out, expr)`
-/// and the like, max pooling) or multiplied (`out * expr`, a product).
+/// summed (`out + expr`, matmul, sum pooling) or selected (`max(out, expr)`
+/// and the like, max pooling). ad-generate-derivatives writes the other
+/// generics as loop nests first (mlir::ad::needsLoopNest), and gives
+/// parallel generics that read their outputs the inits as inputs.
 static FailureOr<SmallVector<Combiner>>
 classifyOutputs(linalg::GenericOp generic) {
   Block &body = *generic.getBody();
@@ -144,12 +153,12 @@ classifyOutputs(linalg::GenericOp generic) {
       if (reduces)
         return generic.emitError(
             "cannot differentiate a reducing linalg.generic that overwrites "
-            "its output");
+            "its output (ad-generate-derivatives writes it as a loop nest)");
       combiners.push_back(Combiner::Overwrite);
       continue;
     }
     Operation *combine = *output.user_begin();
-    bool single = output.hasOneUse() && combine->hasOneUse() &&
+    bool single = reduces && output.hasOneUse() && combine->hasOneUse() &&
                   combine->getNumOperands() == 2 &&
                   yield->getOperand(index) == combine->getResult(0);
     if (single && isa<arith::AddFOp>(combine)) {
@@ -161,13 +170,10 @@ classifyOutputs(linalg::GenericOp generic) {
       combiners.push_back(Combiner::Select);
       continue;
     }
-    if (single && isa<arith::MulFOp>(combine)) {
-      combiners.push_back(Combiner::Product);
-      continue;
-    }
     return generic.emitError(
-        "cannot differentiate this linalg.generic yet: its output is "
-        "combined with something other than a sum, product, max or min");
+        "cannot differentiate this linalg.generic directly: its output is "
+        "read other than by a reducing sum, max or min "
+        "(ad-generate-derivatives rewrites such generics first)");
   }
   return combiners;
 }
@@ -212,8 +218,8 @@ static SmallVector<AffineMap> outputPassMaps(linalg::GenericOp generic,
   return maps;
 }
 
-/// The value the body combines into output `index` (with a sum, product,
-/// max or min).
+/// The value the body combines into output `index` (with a sum, max or
+/// min).
 static Value combinedValueOf(linalg::GenericOp generic, unsigned index) {
   Block &body = *generic.getBody();
   return combinedValue(body.getTerminator()->getOperand(index).getDefiningOp(),
@@ -254,76 +260,6 @@ static Value countWinners(OpBuilder &b, Location loc, linalg::GenericOp generic,
                                              add)});
       });
   return count.getResult(0);
-}
-
-/// For multiplied output `index` of `generic` with init `init`: how many of
-/// its factors (the init and each iteration's) are zero, and the product of
-/// the others, per element of the output. The cotangent of a factor is the
-/// product of the other factors, which these give without dividing by zero.
-static std::pair<Value, Value>
-countZeros(OpBuilder &b, Location loc, linalg::GenericOp generic,
-           unsigned index, ArrayRef<Value> inputs, Value init,
-           const llvm::SetVector<Value> &captured,
-           ArrayRef<Value> capturedPrimals) {
-  SmallVector<AffineMap> maps = outputPassMaps(generic, index);
-  Value zeros = createZerosLike(b, loc, init.getType(), init);
-  Value ones = createFilledLike(b, loc, init, 1.0);
-  Value initZero =
-      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, init, zeros);
-  Value count0 = arith::SelectOp::create(b, loc, initZero, ones, zeros);
-  Value product0 = arith::SelectOp::create(b, loc, initZero, ones, init);
-  Value combined = combinedValueOf(generic, index);
-  auto count = linalg::GenericOp::create(
-      b, loc, TypeRange{init.getType(), init.getType()}, inputs,
-      ValueRange{count0, product0}, maps, generic.getIteratorTypesArray(),
-      [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
-        IRMapping mapping;
-        recomputeBody(nested, nestedLoc, generic, args.take_front(inputs.size()),
-                      captured, capturedPrimals, mapping);
-        Value factor = mapping.lookup(combined);
-        Type element = factor.getType();
-        Value one = arith::ConstantOp::create(
-            nested, nestedLoc, nested.getFloatAttr(element, 1.0));
-        Value zero = arith::ConstantOp::create(
-            nested, nestedLoc, nested.getFloatAttr(element, 0.0));
-        Value isZero = arith::CmpFOp::create(
-            nested, nestedLoc, arith::CmpFPredicate::OEQ, factor, zero);
-        Value counted = arith::AddFOp::create(
-            nested, nestedLoc, args[inputs.size()],
-            arith::SelectOp::create(nested, nestedLoc, isZero, one, zero));
-        Value multiplied = arith::MulFOp::create(
-            nested, nestedLoc, args[inputs.size() + 1],
-            arith::SelectOp::create(nested, nestedLoc, isZero, one, factor));
-        linalg::YieldOp::create(nested, nestedLoc,
-                                ValueRange{counted, multiplied});
-      });
-  return {count.getResult(0), count.getResult(1)};
-}
-
-/// The cotangent of one factor `factor` of a product `product` with
-/// cotangent `cotangent`, given how many factors are zero (`zeros`) and the
-/// product of the nonzero ones (`nonzero`): `cotangent * product / factor`
-/// when no factor is zero, `cotangent * nonzero` for the only zero factor,
-/// zero otherwise. Scalars or tensors (elementwise).
-static Value productShare(OpBuilder &b, Location loc, Value factor,
-                          Value product, Value cotangent, Value zeros,
-                          Value nonzero) {
-  Value zero = createFilledLike(b, loc, factor, 0.0);
-  Value one = createFilledLike(b, loc, factor, 1.0);
-  Value factorNonzero =
-      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, factor, zero);
-  Value noZeros =
-      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, zeros, zero);
-  Value oneZero =
-      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, zeros, one);
-  Value others = arith::DivFOp::create(b, loc, product, factor);
-  Value whenNonzero = arith::SelectOp::create(
-      b, loc, noZeros, arith::MulFOp::create(b, loc, cotangent, others), zero);
-  Value whenZero = arith::SelectOp::create(
-      b, loc, oneZero, arith::MulFOp::create(b, loc, cotangent, nonzero),
-      zero);
-  return arith::SelectOp::create(b, loc, factorNonzero, whenNonzero,
-                                 whenZero);
 }
 
 /// Whether `body` reads loop indices (whose numbering a reordering of the
@@ -391,29 +327,13 @@ struct GenericRule
 
     // A summed output passes its cotangent to the init. A selected one (max,
     // min) splits it evenly among the values equal to the result: the
-    // contributions and, when it won, the init. A multiplied one gives each
-    // factor, the init included, the product of the others. Extra values
-    // the adjoint bodies read per output: the result for a selection; the
-    // result, the zero count and the nonzero product for a product.
+    // contributions and, when it won, the init. The adjoint bodies of a
+    // selection also read its result.
     SmallVector<Value> resultCotangents;
     SmallVector<SmallVector<Value>> extras(generic.getNumResults());
     for (auto [index, result] : llvm::enumerate(generic.getResults())) {
       Value cotangent = emitter.getCotangent(result);
       Value init = generic.getDpsInits()[index];
-      if ((*combiners)[index] == Combiner::Product) {
-        Value primal = emitter.getPrimal(result);
-        Value initPrimal = emitter.getPrimal(init);
-        auto [zeroCount, nonzero] =
-            countZeros(b, loc, generic, index, inputs, initPrimal, captured,
-                       capturedPrimals);
-        resultCotangents.push_back(cotangent);
-        extras[index] = {primal, zeroCount, nonzero};
-        if (emitter.isActive(init))
-          emitter.addCotangent(init,
-                               productShare(b, loc, initPrimal, primal,
-                                            cotangent, zeroCount, nonzero));
-        continue;
-      }
       if ((*combiners)[index] != Combiner::Select) {
         resultCotangents.push_back(cotangent);
         if ((*combiners)[index] == Combiner::Sum)
@@ -585,11 +505,6 @@ struct GenericRule
             b, loc, cast<TypedAttr>(b.getZeroAttr(cotangent.getType())));
         cotangent = arith::SelectOp::create(b, loc, won, cotangent, zero);
       }
-      if (combiners[j] == Combiner::Product)
-        cotangent = productShare(b, loc, mapping.lookup(combined),
-                                 args[extraOffsets[j]], cotangent,
-                                 args[extraOffsets[j] + 1],
-                                 args[extraOffsets[j] + 2]);
       reverse.addCotangent(combined, cotangent);
     }
     if (failed(reverse.emitReverseOps(body)))

@@ -22,6 +22,8 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Transforms/RegionUtils.h"
 
+#include <array>
+
 using namespace mlir;
 using namespace mlir::ad;
 
@@ -33,21 +35,70 @@ static void dropTerminator(Block *block) {
     block->back().erase();
 }
 
-/// `value` as an index.
-static Value toIndex(OpBuilder &b, Location loc, Value value) {
+/// `value`, an integer or index, as an index: zero-extended when
+/// `isUnsigned`, sign-extended otherwise.
+static Value toIndex(OpBuilder &b, Location loc, Value value,
+                     bool isUnsigned) {
   if (value.getType().isIndex())
     return value;
+  if (isUnsigned)
+    return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), value);
   return arith::IndexCastOp::create(b, loc, b.getIndexType(), value);
 }
 
-/// max(0, ceil((ub - lb) / step)) as an index; scf.for steps are positive.
-static Value tripCount(OpBuilder &b, Location loc, Value lb, Value ub,
-                       Value step) {
-  Value diff = arith::SubIOp::create(b, loc, ub, lb);
-  Value count = arith::CeilDivSIOp::create(b, loc, diff, step);
-  Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(lb.getType()));
-  Value clamped = arith::MaxSIOp::create(b, loc, count, zero);
-  return toIndex(b, loc, clamped);
+/// The bounds of `loop` (forward values `lb`, `ub`, `step`) as indices, in
+/// which `ub - lb` cannot overflow for induction variables narrower than
+/// 64 bits.
+static std::array<Value, 3> boundsAsIndices(OpBuilder &b, Location loc,
+                                            scf::ForOp loop, Value lb,
+                                            Value ub, Value step) {
+  bool isUnsigned = loop.getUnsignedCmp();
+  return {toIndex(b, loc, lb, isUnsigned), toIndex(b, loc, ub, isUnsigned),
+          toIndex(b, loc, step, isUnsigned)};
+}
+
+/// The trip count of `loop`, whose forward bounds are `lb`, `ub`, `step`:
+/// ceil((ub - lb) / step) when ub > lb (compared as the loop compares),
+/// zero otherwise. scf.for steps are positive.
+static Value tripCount(OpBuilder &b, Location loc, scf::ForOp loop, Value lb,
+                       Value ub, Value step) {
+  auto [lbIndex, ubIndex, stepIndex] =
+      boundsAsIndices(b, loc, loop, lb, ub, step);
+  bool isUnsigned = loop.getUnsignedCmp();
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value diff = arith::SubIOp::create(b, loc, ubIndex, lbIndex);
+  Value count = isUnsigned
+                    ? arith::CeilDivUIOp::create(b, loc, diff, stepIndex)
+                          .getResult()
+                    : arith::CeilDivSIOp::create(b, loc, diff, stepIndex)
+                          .getResult();
+  Value runs = arith::CmpIOp::create(
+      b, loc,
+      isUnsigned ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::sgt,
+      ubIndex, lbIndex);
+  return arith::SelectOp::create(b, loc, runs, count, zero);
+}
+
+/// The number of the iteration whose induction variable is `iv`, in a
+/// forward loop over `loop`'s bounds `lb` and `step`.
+static Value iterationNumber(OpBuilder &b, Location loc, scf::ForOp loop,
+                             Value iv, Value lb, Value step) {
+  bool isUnsigned = loop.getUnsignedCmp();
+  Value offset = arith::SubIOp::create(b, loc, toIndex(b, loc, iv, isUnsigned),
+                                       toIndex(b, loc, lb, isUnsigned));
+  return arith::DivUIOp::create(b, loc, offset,
+                                toIndex(b, loc, step, isUnsigned));
+}
+
+/// A forward loop like `loop` (same bounds, comparison and signedness)
+/// carrying `inits`, with an empty body.
+static scf::ForOp createForwardLoop(OpBuilder &b, scf::ForOp loop, Value lb,
+                                    Value ub, Value step, ValueRange inits) {
+  auto forward = scf::ForOp::create(b, loop.getLoc(), lb, ub, step, inits,
+                                    /*bodyBuilder=*/nullptr,
+                                    loop.getUnsignedCmp());
+  dropTerminator(forward.getBody());
+  return forward;
 }
 
 /// Active values defined outside `region` and read inside it.
@@ -125,7 +176,7 @@ struct ForRule : ReverseRuleOpInterface::ExternalModel<ForRule, scf::ForOp> {
     Value lb = emitter.lookup(loop.getLowerBound());
     Value ub = emitter.lookup(loop.getUpperBound());
     Value step = emitter.lookup(loop.getStep());
-    Value trips = tripCount(b, loc, lb, ub, step);
+    Value trips = tripCount(b, loc, loop, lb, ub, step);
     SmallVector<Value> tapes = emitter.getCarriedTapes(loop);
     Value firstRow = tapes[1];
     Value width = emitter.getRowWidth(loop);
@@ -135,9 +186,8 @@ struct ForRule : ReverseRuleOpInterface::ExternalModel<ForRule, scf::ForOp> {
       inits.push_back(emitter.lookup(init));
     unsigned numResults = inits.size();
     llvm::append_range(inits, tapes);
-    auto forward = scf::ForOp::create(b, loc, lb, ub, step, inits);
+    scf::ForOp forward = createForwardLoop(b, loop, lb, ub, step, inits);
     Block *body = forward.getBody();
-    dropTerminator(body);
     emitter.mapValues(loop.getBody()->getArguments(),
                       body->getArguments().take_front(1 + numResults));
     {
@@ -181,28 +231,28 @@ struct ForRule : ReverseRuleOpInterface::ExternalModel<ForRule, scf::ForOp> {
     FailureOr<OpBuilder> entry = emitter.getLoopEntryBuilder(op, bounds);
     if (failed(entry))
       return failure();
-    Value trips = tripCount(*entry, loc, bounds[0], bounds[1], bounds[2]);
+    Value trips =
+        tripCount(*entry, loc, loop, bounds[0], bounds[1], bounds[2]);
 
     SmallVector<Value> inits;
     for (Value init : loop.getInitArgs())
       inits.push_back(emitter.lookup(init));
     unsigned numResults = inits.size();
     llvm::append_range(inits, emitter.getCarriedTapes(op));
-    auto forward = scf::ForOp::create(b, loc, emitter.lookup(loop.getLowerBound()),
-                                      emitter.lookup(loop.getUpperBound()),
-                                      emitter.lookup(loop.getStep()), inits);
+    scf::ForOp forward = createForwardLoop(
+        b, loop, emitter.lookup(loop.getLowerBound()),
+        emitter.lookup(loop.getUpperBound()), emitter.lookup(loop.getStep()),
+        inits);
     Block *body = forward.getBody();
-    dropTerminator(body);
     emitter.mapValues(loop.getBody()->getArguments(),
                       body->getArguments().take_front(1 + numResults));
     emitter.setCarriedTapes(op, body->getArguments().drop_front(1 + numResults));
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(body);
-      Value offset = arith::SubIOp::create(b, loc, forward.getInductionVar(),
-                                           forward.getLowerBound());
-      Value iteration = toIndex(
-          b, loc, arith::DivUIOp::create(b, loc, offset, forward.getStep()));
+      Value iteration =
+          iterationNumber(b, loc, loop, forward.getInductionVar(),
+                          forward.getLowerBound(), forward.getStep());
       emitter.beginLoop(body, iteration, trips);
       if (failed(emitter.emitOps(*loop.getBody(), /*withTerminator=*/false)))
         return failure();

@@ -4,7 +4,9 @@
 // differentiated arguments, backward from the returned values. Region ops
 // are treated conservatively and without knowing their semantics: a varied
 // operand varies every result and every region argument of the op, a varied
-// terminator operand varies the parent's results and region arguments; a
+// terminator operand varies the parent's results and region arguments, and
+// any varied value read inside a region varies the results of every op
+// around the use; a
 // useful result or region argument makes every operand of the op and every
 // value used inside its regions useful. Over-approximating activity costs
 // work, never correctness.
@@ -37,6 +39,7 @@ static void appendDefinedByRegionOp(Operation *op,
 void ActivityAnalysis::propagateVaried(func::FuncOp function,
                                        ArrayRef<int64_t> wrt) {
   SmallVector<Value> worklist;
+  llvm::SmallPtrSet<Operation *, 16> enclosingVaried;
   for (int64_t position : wrt)
     worklist.push_back(function.getArgument(position));
   while (!worklist.empty()) {
@@ -50,6 +53,14 @@ void ActivityAnalysis::propagateVaried(func::FuncOp function,
       if (user->hasTrait<OpTrait::IsTerminator>() && parent &&
           parent != function)
         appendDefinedByRegionOp(parent, worklist);
+      // Any other route out of a region (scf.forall's
+      // tensor.parallel_insert_slice) is unknown here: every op around a
+      // use is varied, so it is differentiated or reported, never skipped.
+      for (; parent && parent != function; parent = parent->getParentOp()) {
+        if (!enclosingVaried.insert(parent).second)
+          break;
+        llvm::append_range(worklist, parent->getResults());
+      }
     }
   }
 }

@@ -22,6 +22,8 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "ad/IR/ADDialect.h"
@@ -449,53 +451,86 @@ public:
 
 private:
   LogicalResult emitOp(Operation &op) {
-    if (failed(checkNoDifferentiableStore(op)))
-      return failure();
-    if (!activity.isActive(&op))
-      return cloneOp(&op);
+    bool active = activity.isActive(&op);
     auto rule = dyn_cast<ReverseRuleOpInterface>(&op);
-    if (!rule && isa<ADDialect>(op.getDialect())) {
-      generator.emitError(&op, "cannot differentiate a function that itself "
-                               "takes derivatives (higher-order derivatives "
-                               "are not supported yet)");
+    if (active && !rule) {
+      if (isa<ADDialect>(op.getDialect()))
+        generator.emitError(&op, "cannot differentiate a function that "
+                                 "itself takes derivatives (higher-order "
+                                 "derivatives are not supported yet)");
+      else
+        generator.emitError(&op, "no derivative rule for '" +
+                                     op.getName().getStringRef() +
+                                     "', whose result depends on a "
+                                     "differentiated argument");
       return failure();
     }
-    if (!rule) {
-      generator.emitError(&op, "no derivative rule for '" +
-                                   op.getName().getStringRef() +
-                                   "', whose result depends on a "
-                                   "differentiated argument");
+    // An active call's rule differentiates its callee, whose ops are
+    // checked then.
+    if (!(active && isa<CallOpInterface>(op)) &&
+        failed(checkNoDifferentiableStore(op)))
       return failure();
-    }
+    if (!active)
+      return cloneOp(&op);
+    if (failed(checkOperandsCarryDerivatives(op)))
+      return failure();
     return rule.emitForward(*this);
   }
 
   /// Values that depend on a differentiated argument must not flow through
-  /// memory: the analysis follows SSA values only, so a store would make
-  /// the gradient silently wrong.
+  /// memory: the analysis follows SSA values only, so a write would make
+  /// the gradient silently wrong. Looks at `op`, the ops nested in it and
+  /// the functions they call (each op once per sweep).
   LogicalResult checkNoDifferentiableStore(Operation &op) {
-    auto effects = dyn_cast<MemoryEffectOpInterface>(&op);
-    if (!effects || !effects.hasEffect<MemoryEffects::Write>())
+    SmallVector<Operation *> via;
+    Operation *writer = generator.getMemoryWriteCheck().findWrite(
+        &op, [&](Value value) { return activity.isVaried(value); },
+        memoryChecked, via);
+    if (!writer)
       return success();
-    SmallVector<MemoryEffects::EffectInstance> instances;
-    effects.getEffects(instances);
-    bool writesValue = llvm::any_of(instances, [](auto &instance) {
-      return isa<MemoryEffects::Write>(instance.getEffect()) &&
-             instance.getValue();
-    });
-    llvm::SetVector<Value> read(op.operand_begin(), op.operand_end());
-    for (Region &region : op.getRegions())
-      getUsedValuesDefinedAbove(region, read);
-    bool storesVaried = llvm::any_of(read, [&](Value value) {
-      return activity.isVaried(value) && isDifferentiableType(value.getType());
-    });
-    if (!writesValue || !storesVaried)
-      return success();
-    generator.emitError(&op, "cannot differentiate through memory: '" +
-                             op.getName().getStringRef() +
-                             "' writes a value that depends on a "
-                             "differentiated argument");
+    InFlightDiagnostic diag = [&] {
+      if (isa<CallOpInterface>(writer))
+        return generator.emitError(
+            writer, "cannot differentiate through memory: this call passes "
+                    "a value that depends on a differentiated argument to a "
+                    "function without a body here, which may write it to "
+                    "memory");
+      if (!isa<MemoryEffectOpInterface>(writer))
+        return generator.emitError(
+            writer, "cannot differentiate through memory: '" +
+                        writer->getName().getStringRef() +
+                        "' declares no memory effects and reads a value "
+                        "that depends on a differentiated argument, so it "
+                        "may write it to memory");
+      return generator.emitError(
+          writer, "cannot differentiate through memory: '" +
+                      writer->getName().getStringRef() +
+                      "' writes a value that depends on a differentiated "
+                      "argument");
+    }();
+    for (Operation *call : via)
+      diag.attachNote(call->getLoc()) << "reached through this call";
     return failure();
+  }
+
+  /// An active op whose operand depends on a differentiated argument but
+  /// has a type that cannot carry a derivative (an unranked tensor, a
+  /// vector, a memref) would drop that operand's cotangent.
+  LogicalResult checkOperandsCarryDerivatives(Operation &op) {
+    for (Value operand : op.getOperands()) {
+      Type type = operand.getType();
+      if (!activity.isVaried(operand) || isDifferentiableType(type) ||
+          getElementTypeOrSelf(type).isIntOrIndex())
+        continue;
+      generator.emitError(&op, "cannot differentiate '" +
+                                   op.getName().getStringRef() +
+                                   "': its operand of type ")
+          << type
+          << " depends on a differentiated argument, but values of that "
+             "type cannot carry a derivative";
+      return failure();
+    }
+    return success();
   }
 
   /// The op of the entry block containing `block`, or null for the entry.
@@ -517,6 +552,8 @@ private:
   Block *entry;
   DenseMap<Block *, Block *> originalOf;
   DenseMap<Value, Value> escapes;
+  /// Ops the memory-write check has looked at.
+  llvm::DenseSet<Operation *> memoryChecked;
   DenseMap<Block *, ForwardLoopScope> loopScopes;
   DenseMap<Value, Value> perIterationBuffers;
   DenseMap<Block *, ForwardRowScope> rowScopes;

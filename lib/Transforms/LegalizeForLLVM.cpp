@@ -1,8 +1,9 @@
 //===- LegalizeForLLVM.cpp - workarounds for upstream lowerings -*- C++ -*-===//
 //
-// ad-legalize-for-bufferization and ad-legalize-for-llvm: rewrite what the
-// upstream lowerings of LLVM 22 cannot handle (a crash, or IR the LLVM
-// dialect cannot read back) into equivalent IR they can.
+// ad-legalize-loops, ad-legalize-for-bufferization and ad-legalize-for-llvm:
+// rewrite what the upstream transformations of LLVM 22 get wrong (a
+// miscompile, a crash, or IR the LLVM dialect cannot read back) into
+// equivalent IR they handle.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +12,7 @@
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 
 namespace mlir::ad {
+#define GEN_PASS_DEF_ADLEGALIZELOOPSPASS
 #define GEN_PASS_DEF_ADLEGALIZEFORBUFFERIZATIONPASS
 #define GEN_PASS_DEF_ADLEGALIZEFORLLVMPASS
 #include "ad/IR/Passes.h.inc"
@@ -19,6 +21,51 @@ namespace mlir::ad {
 using namespace mlir;
 
 namespace {
+/// Rewrites `loop`, whose induction variable is an integer narrower than 64
+/// bits, into the same loop over i64: bounds extended as the loop compares
+/// them (zero-extended for `unsigned`), the body reading the truncated
+/// induction variable.
+static void widenInductionVariable(scf::ForOp loop) {
+  OpBuilder b(loop);
+  Location loc = loop.getLoc();
+  Type i64 = b.getI64Type();
+  bool isUnsigned = loop.getUnsignedCmp();
+  auto extend = [&](Value value) -> Value {
+    if (isUnsigned)
+      return arith::ExtUIOp::create(b, loc, i64, value);
+    return arith::ExtSIOp::create(b, loc, i64, value);
+  };
+  auto wide = scf::ForOp::create(
+      b, loc, extend(loop.getLowerBound()), extend(loop.getUpperBound()),
+      extend(loop.getStep()), loop.getInitArgs(), /*bodyBuilder=*/nullptr,
+      isUnsigned);
+  wide.getRegion().getBlocks().clear();
+  wide.getRegion().takeBody(loop.getRegion());
+  Block *body = wide.getBody();
+  Value iv = body->getArgument(0);
+  Type narrowType = iv.getType();
+  iv.setType(i64);
+  b.setInsertionPointToStart(body);
+  auto narrow = arith::TruncIOp::create(b, loc, narrowType, iv);
+  iv.replaceAllUsesExcept(narrow, narrow);
+  loop.replaceAllUsesWith(wide.getResults());
+  loop.erase();
+}
+
+struct ADLegalizeLoopsPass
+    : mlir::ad::impl::ADLegalizeLoopsPassBase<ADLegalizeLoopsPass> {
+  void runOnOperation() override {
+    SmallVector<scf::ForOp> loops;
+    getOperation()->walk([&](scf::ForOp loop) {
+      auto type = dyn_cast<IntegerType>(loop.getInductionVar().getType());
+      if (type && type.getWidth() < 64)
+        loops.push_back(loop);
+    });
+    for (scf::ForOp loop : loops)
+      widenInductionVariable(loop);
+  }
+};
+
 /// Whether some reassociation group of `expand` has two dynamic sizes.
 static bool hasGroupWithTwoDynamicSizes(tensor::ExpandShapeOp expand) {
   RankedTensorType type = expand.getResultType();

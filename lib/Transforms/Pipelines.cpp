@@ -67,6 +67,8 @@ static void addLLVMConversion(OpPassManager &pm) {
 }
 
 void mlir::ad::buildLowerToLLVMPipeline(OpPassManager &pm) {
+  // Before canonicalization, which miscompiles loops over narrow integers.
+  pm.addPass(ad::createADLegalizeLoopsPass());
   // Buffer deallocation needs structured loops everywhere, not only in the
   // functions ad-differentiate structures.
   pm.addPass(createLiftControlFlowToSCFPass());

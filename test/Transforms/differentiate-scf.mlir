@@ -7,7 +7,7 @@
 // CHECK-LABEL: func.func private @loop_ad_fwd_0
 // CHECK-SAME: -> (f64, index, memref<?xf64>, f64, memref<?xf64>, f64)
 // CHECK: %[[COS:.*]] = math.cos
-// CHECK: %[[TRIPS:.*]] = arith.maxsi
+// CHECK: %[[TRIPS:.*]] = arith.select
 // CHECK: %[[M:.*]] = memref.alloc(%[[TRIPS]]) : memref<?xf64>
 // CHECK: %[[S:.*]] = memref.alloc(%[[TRIPS]]) : memref<?xf64>
 // CHECK-NOT: memref.alloc

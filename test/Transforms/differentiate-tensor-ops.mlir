@@ -573,25 +573,20 @@ func.func @elementwise_vjp(%a: tensor<2x3xf64>, %b: tensor<2x3xf64>, %dy: tensor
 
 // -----
 
-// reduce (product): one pass counts the zero factors (the init included)
-// and multiplies the others; each factor then gets the cotangent times the
-// product of the other factors, y / x when no factor is zero, the nonzero
-// product for the only zero factor, and zero otherwise.
+// reduce (product): written as its loop nest before differentiation. The
+// adjoint of a factor is the product of the others, which dividing the
+// result by the factor gets wrong when the product underflows to zero; the
+// reverse nest multiplies the running cotangent by the taped partial
+// products instead (no division anywhere).
 // CHECK-LABEL: func.func private @reduce_prod_ad_pb_0_1
-// CHECK-SAME: (%[[A:.*]]: tensor<3x4xf64>, %[[Y:.*]]: tensor<3xf64>, %[[INIT:.*]]: tensor<3xf64>, %[[DY:.*]]: tensor<3xf64>)
-// CHECK: %[[COUNTS:.*]]:2 = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[A]] : tensor<3x4xf64>)
-// CHECK: arith.cmpf oeq
-// CHECK: arith.addf
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: memref.load
+// CHECK: memref.load
 // CHECK: arith.mulf
-// CHECK: arith.divf %[[Y]], %[[INIT]] : tensor<3xf64>
-// CHECK: linalg.generic {{.*}} ins(%[[A]], %[[DY]], %[[Y]], %[[COUNTS]]#0, %[[COUNTS]]#1 :
-// CHECK: %[[NZ:.*]] = arith.cmpf une
-// CHECK: %[[NONE:.*]] = arith.cmpf oeq
-// CHECK: %[[ONE:.*]] = arith.cmpf oeq
-// CHECK: arith.divf
-// CHECK: arith.select %[[NONE]]
-// CHECK: arith.select %[[ONE]]
-// CHECK: arith.select %[[NZ]]
+// CHECK: arith.mulf
+// CHECK-NOT: arith.divf
+// CHECK: return
 func.func @reduce_prod(%a: tensor<3x4xf64>, %c: tensor<3xf64>) -> tensor<3xf64> {
   %r = linalg.reduce ins(%a : tensor<3x4xf64>) outs(%c : tensor<3xf64>) dimensions = [1]
     (%in: f64, %acc: f64) {

@@ -10,6 +10,7 @@
 #define AD_TRANSFORMS_DERIVATIVEGENERATOR_H
 
 #include "ad/IR/ADInterfaces.h"
+#include "ad/Transforms/MemoryWrites.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
@@ -52,6 +53,10 @@ public:
   /// shared by recursive functions. Call after the last getOrCreate.
   void finalize();
 
+  /// The check for values written to memory, shared by every function
+  /// generated in this module.
+  MemoryWriteCheck &getMemoryWriteCheck() { return memoryWrites; }
+
   /// Functions reachable from `function` through calls.
   const llvm::SmallPtrSetImpl<Operation *> &reachableFrom(func::FuncOp function);
 
@@ -76,6 +81,7 @@ private:
     unsigned slots = 0;
   };
   llvm::MapVector<Operation *, RecursionWidth> recursionWidths;
+  MemoryWriteCheck memoryWrites;
 };
 
 } // namespace mlir::ad

@@ -1,0 +1,62 @@
+//===- MemoryWrites.h - values that must not go through memory --*- C++ -*-===//
+//
+// Differentiation follows SSA values only: a value that depends on a
+// differentiated argument and is written to memory, then read back, would
+// silently lose its derivative. This check finds every op that may do so,
+// nested in regions and in the functions it calls included, and treats ops
+// that declare no memory effects as possible writers.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AD_TRANSFORMS_MEMORYWRITES_H
+#define AD_TRANSFORMS_MEMORYWRITES_H
+
+#include "mlir/IR/Operation.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/DenseSet.h"
+
+#include <map>
+#include <vector>
+
+namespace mlir::ad {
+
+/// Checks ops for writes to memory of values that depend on differentiated
+/// arguments. One instance serves a whole module: what it learns of a
+/// function called with some varied arguments is kept.
+class MemoryWriteCheck {
+public:
+  /// Whether a value depends on a differentiated argument.
+  using VariedFn = function_ref<bool(Value)>;
+
+  /// The op that may write a varied value of differentiable type to memory,
+  /// among `op` and the ops nested in it (ops in `skip` and their nested
+  /// ops excepted; every op looked at is added to `skip`), or, for a call,
+  /// the op in its callee; null when there is none. `via` receives the
+  /// calls on the way, outermost first.
+  Operation *findWrite(Operation *op, VariedFn isVaried,
+                       llvm::DenseSet<Operation *> &skip,
+                       SmallVectorImpl<Operation *> &via);
+
+private:
+  /// Whether `op` itself may write a varied value (calls excepted).
+  bool writesVaried(Operation *op, VariedFn isVaried);
+  /// The writer in `callee` when called with varied arguments at
+  /// `positions`, or null.
+  Operation *findWriteInCallee(Operation *callee, ArrayRef<int64_t> positions,
+                               SmallVectorImpl<Operation *> &via);
+
+  /// Per (callee, varied argument positions): the writer found, with the
+  /// calls leading to it, or nothing. An entry under computation is empty,
+  /// which ends a recursion: the callee's own walk still sees its writes.
+  struct CalleeResult {
+    Operation *writer = nullptr;
+    SmallVector<Operation *> via;
+  };
+  std::map<std::pair<Operation *, std::vector<int64_t>>, CalleeResult>
+      callees;
+  SymbolTableCollection symbolTables;
+};
+
+} // namespace mlir::ad
+
+#endif // AD_TRANSFORMS_MEMORYWRITES_H

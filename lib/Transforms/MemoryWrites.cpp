@@ -1,0 +1,138 @@
+//===- MemoryWrites.cpp - values that must not go through memory -*- C++ -*-=//
+//
+// A pre-order walk over the ops of a function (and, through calls, of the
+// functions it calls with varied arguments) looking for an op that may
+// write a varied value of differentiable type to memory: one that declares
+// such a write, one that declares no memory effects at all, or a call of a
+// function without a body.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ad/Transforms/MemoryWrites.h"
+#include "ad/IR/ADDialect.h"
+#include "ad/IR/ADInterfaces.h"
+#include "ad/Transforms/ActivityAnalysis.h"
+
+#include "mlir/Interfaces/CallInterfaces.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/RegionUtils.h"
+
+using namespace mlir;
+using namespace mlir::ad;
+
+/// Whether `op` reads, as an operand or from inside its regions, a varied
+/// value of differentiable type.
+static bool readsVaried(Operation *op, MemoryWriteCheck::VariedFn isVaried) {
+  auto varied = [&](Value value) {
+    return isVaried(value) && isDifferentiableType(value.getType());
+  };
+  if (llvm::any_of(op->getOperands(), varied))
+    return true;
+  if (op->getNumRegions() == 0)
+    return false;
+  llvm::SetVector<Value> captured;
+  getUsedValuesDefinedAbove(op->getRegions(), captured);
+  return llvm::any_of(captured, varied);
+}
+
+/// The callee of `op` (a call, or an ad op requesting a derivative) and the
+/// operands it passes as the callee's arguments; a null callee when `op`
+/// calls nothing or calls indirectly.
+static std::pair<SymbolRefAttr, OperandRange> calleeOf(Operation *op) {
+  if (auto call = dyn_cast<CallOpInterface>(op))
+    return {dyn_cast<SymbolRefAttr>(call.getCallableForCallee()),
+            call.getArgOperands()};
+  if (isa<ADDialect>(op->getDialect()))
+    if (auto callee = op->getAttrOfType<FlatSymbolRefAttr>("callee"))
+      return {callee, op->getOperands()};
+  return {SymbolRefAttr(), op->getOperands().take_front(0)};
+}
+
+/// Whether `op` calls something (directly, indirectly, or through an ad op).
+static bool isCallLike(Operation *op) {
+  return isa<CallOpInterface>(op) || calleeOf(op).first;
+}
+
+bool MemoryWriteCheck::writesVaried(Operation *op, VariedFn isVaried) {
+  auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+  if (!effects) {
+    // Nested ops speak for a region op with recursive effects; an op that
+    // declares nothing may do anything.
+    if (op->hasTrait<OpTrait::HasRecursiveMemoryEffects>() ||
+        isa<FunctionOpInterface>(op) || isa<ADDialect>(op->getDialect()))
+      return false;
+    return readsVaried(op, isVaried);
+  }
+  SmallVector<MemoryEffects::EffectInstance> instances;
+  effects.getEffects(instances);
+  bool writesMemory = llvm::any_of(instances, [](auto &instance) {
+    return isa<MemoryEffects::Write>(instance.getEffect()) &&
+           (instance.getValue() || instance.getSymbolRef());
+  });
+  return writesMemory && readsVaried(op, isVaried);
+}
+
+Operation *MemoryWriteCheck::findWrite(Operation *op, VariedFn isVaried,
+                                       llvm::DenseSet<Operation *> &skip,
+                                       SmallVectorImpl<Operation *> &via) {
+  Operation *found = nullptr;
+  op->walk<WalkOrder::PreOrder>([&](Operation *nested) {
+    if (!skip.insert(nested).second)
+      return WalkResult::skip();
+    if (!isCallLike(nested)) {
+      if (!writesVaried(nested, isVaried))
+        return WalkResult::advance();
+      found = nested;
+      return WalkResult::interrupt();
+    }
+    auto [symbol, arguments] = calleeOf(nested);
+    SmallVector<int64_t> positions;
+    for (auto [position, argument] : llvm::enumerate(arguments))
+      if (isVaried(argument) && isDifferentiableType(argument.getType()))
+        positions.push_back(position);
+    if (positions.empty())
+      return WalkResult::advance();
+    auto callee = symbol ? dyn_cast_or_null<func::FuncOp>(
+                               symbolTables.lookupNearestSymbolFrom(nested,
+                                                                    symbol))
+                         : func::FuncOp();
+    // A function without a body here may do anything with the value.
+    if (!callee || callee.isExternal()) {
+      found = nested;
+      return WalkResult::interrupt();
+    }
+    SmallVector<Operation *> inner;
+    if (Operation *writer = findWriteInCallee(callee, positions, inner)) {
+      via.push_back(nested);
+      via.append(inner.begin(), inner.end());
+      found = writer;
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return found;
+}
+
+Operation *MemoryWriteCheck::findWriteInCallee(
+    Operation *callee, ArrayRef<int64_t> positions,
+    SmallVectorImpl<Operation *> &via) {
+  auto key = std::make_pair(
+      callee, std::vector<int64_t>(positions.begin(), positions.end()));
+  auto [it, inserted] = callees.try_emplace(key);
+  if (!inserted) {
+    via.append(it->second.via.begin(), it->second.via.end());
+    return it->second.writer;
+  }
+  auto function = cast<func::FuncOp>(callee);
+  ActivityAnalysis activity(function, positions);
+  llvm::DenseSet<Operation *> skip;
+  SmallVector<Operation *> inner;
+  Operation *writer = findWrite(
+      function, [&](Value value) { return activity.isVaried(value); }, skip,
+      inner);
+  CalleeResult &result = callees[key];
+  result.writer = writer;
+  result.via = inner;
+  via.append(inner.begin(), inner.end());
+  return writer;
+}

@@ -1,0 +1,341 @@
+//===- Preparation.cpp - bring functions into differentiable form -*- C++ -*-=//
+//
+// Upstream semantics-preserving transformations (CFG lifting, named-op
+// generalization, cast folding, inlining) and a few of our own (generics as
+// the loop nests they denote), applied to the private copies of the
+// functions ad-generate-derivatives differentiates.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ad/Transforms/Preparation.h"
+#include "ad/Transforms/DerivativeGenerator.h"
+
+#include "mlir/Conversion/ControlFlowToSCF/ControlFlowToSCF.h"
+#include "mlir/Dialect/Affine/Utils.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Dominance.h"
+#include "mlir/Interfaces/CallInterfaces.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
+#include "mlir/Transforms/CFGToSCF.h"
+#include "mlir/Transforms/Inliner.h"
+#include "mlir/Transforms/InliningUtils.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
+
+using namespace mlir;
+using namespace mlir::ad;
+
+/// Whether `region` reads a tensor defined outside it (a gather:
+/// `tensor.extract %table[%id]`).
+static bool readsOuterTensor(Region &region) {
+  llvm::SetVector<Value> captured;
+  getUsedValuesDefinedAbove(region, captured);
+  return llvm::any_of(captured, [](Value value) {
+    return isa<RankedTensorType>(value.getType());
+  });
+}
+
+/// Whether `block` holds an op with regions or a call: the reverse sweep
+/// over a generic's scalar body handles neither.
+static bool hasRegionOpsOrCalls(Block &block) {
+  return llvm::any_of(block.without_terminator(), [](Operation &op) {
+    return op.getNumRegions() > 0 || isa<CallOpInterface>(op);
+  });
+}
+
+/// Whether output `index` of `generic` is combined with its value so far by
+/// a sum, max or min, the only reductions the generic rule reverses.
+static bool combinesBySumOrSelect(linalg::GenericOp generic, unsigned index) {
+  BlockArgument output = generic.getRegionOutputArgs()[index];
+  if (!output.hasOneUse())
+    return false;
+  Operation *combine = *output.user_begin();
+  return combine->hasOneUse() && combine->getNumOperands() == 2 &&
+         generic.getBody()->getTerminator()->getOperand(index) ==
+             combine->getResult(0) &&
+         isa<arith::AddFOp, arith::MaximumFOp, arith::MinimumFOp,
+             arith::MaxNumFOp, arith::MinNumFOp>(combine);
+}
+
+bool mlir::ad::needsLoopNest(linalg::GenericOp generic) {
+  if (!generic.hasPureTensorSemantics())
+    return false;
+  if (readsOuterTensor(generic.getRegion()) ||
+      hasRegionOpsOrCalls(*generic.getBody()))
+    return true;
+  bool reduces = llvm::any_of(generic.getIteratorTypesArray(), [](auto type) {
+    return type == utils::IteratorType::reduction;
+  });
+  if (!reduces)
+    return false;
+  for (unsigned index = 0; index < generic.getNumDpsInits(); ++index)
+    if (!combinesBySumOrSelect(generic, index))
+      return true;
+  return false;
+}
+
+/// Clones the ops of `body` but its terminator at `b`, replacing loop
+/// indices (linalg.index, nested ones too) by `ivs`; afterwards `mapping`
+/// maps the terminator's operands.
+static void cloneBodyWithIndices(OpBuilder &b, Block &body, IRMapping &mapping,
+                                 ValueRange ivs) {
+  SmallVector<Operation *> clones;
+  for (Operation &op : body.without_terminator())
+    clones.push_back(b.clone(op, mapping));
+  SmallVector<linalg::IndexOp> indices;
+  for (Operation *clone : clones)
+    clone->walk([&](linalg::IndexOp index) { indices.push_back(index); });
+  DenseMap<Value, Value> replaced;
+  for (linalg::IndexOp index : indices) {
+    Value iv = ivs[index.getDim()];
+    index.getResult().replaceAllUsesWith(iv);
+    replaced[index.getResult()] = iv;
+    index.erase();
+  }
+  for (Value yielded : body.getTerminator()->getOperands())
+    if (Value iv = replaced.lookup(mapping.lookupOrDefault(yielded)))
+      mapping.map(yielded, iv);
+}
+
+void mlir::ad::rewriteAsLoopNest(tensor::GenerateOp generate) {
+  OpBuilder b(generate);
+  Location loc = generate.getLoc();
+  RankedTensorType type = generate.getType();
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  SmallVector<Value> lbs, ubs, steps;
+  auto dynamicSize = generate.getDynamicExtents().begin();
+  for (int64_t size : type.getShape()) {
+    lbs.push_back(zero);
+    steps.push_back(one);
+    ubs.push_back(ShapedType::isDynamic(size)
+                      ? *dynamicSize++
+                      : arith::ConstantIndexOp::create(b, loc, size));
+  }
+  Value empty = tensor::EmptyOp::create(b, loc, type,
+                                        generate.getDynamicExtents());
+  Block *body = &generate.getBody().front();
+  scf::LoopNest nest = scf::buildLoopNest(
+      b, loc, lbs, ubs, steps, ValueRange{empty},
+      [&](OpBuilder &nested, Location nestedLoc, ValueRange ivs,
+          ValueRange tensors) -> scf::ValueVector {
+        IRMapping mapping;
+        mapping.map(body->getArguments(), ivs);
+        cloneBodyWithIndices(nested, *body, mapping, ivs);
+        Value element =
+            mapping.lookupOrDefault(body->getTerminator()->getOperand(0));
+        return {tensor::InsertOp::create(nested, nestedLoc, element,
+                                         tensors[0], ivs)};
+      });
+  generate->replaceAllUsesWith(nest.results);
+  generate->erase();
+}
+
+/// The indices `map` selects at loop position `ivs`.
+static SmallVector<Value> indicesAt(OpBuilder &b, Location loc, AffineMap map,
+                                    ValueRange ivs) {
+  SmallVector<Value> indices;
+  for (AffineExpr expr : map.getResults())
+    indices.push_back(affine::expandAffineExpr(b, loc, expr, ivs, {}));
+  return indices;
+}
+
+void mlir::ad::rewriteAsLoopNest(linalg::GenericOp generic) {
+  OpBuilder b(generic);
+  Location loc = generic.getLoc();
+  SmallVector<Value> lbs, ubs, steps;
+  for (Range range : cast<linalg::LinalgOp>(generic.getOperation())
+                         .createLoopRanges(b, loc)) {
+    lbs.push_back(getValueOrCreateConstantIndexOp(b, loc, range.offset));
+    ubs.push_back(getValueOrCreateConstantIndexOp(b, loc, range.size));
+    steps.push_back(getValueOrCreateConstantIndexOp(b, loc, range.stride));
+  }
+  Block *body = generic.getBody();
+  SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
+  unsigned numInputs = generic.getNumDpsInputs();
+  scf::LoopNest nest = scf::buildLoopNest(
+      b, loc, lbs, ubs, steps, generic.getDpsInits(),
+      [&](OpBuilder &nested, Location nestedLoc, ValueRange ivs,
+          ValueRange outputs) -> scf::ValueVector {
+        IRMapping mapping;
+        for (auto [index, input] : llvm::enumerate(generic.getDpsInputs()))
+          mapping.map(body->getArgument(index),
+                      isa<RankedTensorType>(input.getType())
+                          ? tensor::ExtractOp::create(
+                                nested, nestedLoc, input,
+                                indicesAt(nested, nestedLoc, maps[index], ivs))
+                                .getResult()
+                          : input);
+        for (auto [index, output] : llvm::enumerate(outputs))
+          mapping.map(body->getArgument(numInputs + index),
+                      tensor::ExtractOp::create(
+                          nested, nestedLoc, output,
+                          indicesAt(nested, nestedLoc,
+                                    maps[numInputs + index], ivs)));
+        cloneBodyWithIndices(nested, *body, mapping, ivs);
+        scf::ValueVector results;
+        for (auto [index, yielded] :
+             llvm::enumerate(body->getTerminator()->getOperands()))
+          results.push_back(tensor::InsertOp::create(
+              nested, nestedLoc, mapping.lookupOrDefault(yielded),
+              outputs[index],
+              indicesAt(nested, nestedLoc, maps[numInputs + index], ivs)));
+        return results;
+      });
+  generic->replaceAllUsesWith(nest.results);
+  generic->erase();
+}
+
+/// A generic without reductions that reads its outputs (`out * x`) reads
+/// each init element once, before overwriting it: the same generic with
+/// the inits also passed as inputs, through the outputs' maps, and outputs
+/// that are only written. The generic rule then sees plain elementwise code.
+static void readInitsAsInputs(linalg::GenericOp generic) {
+  Block *body = generic.getBody();
+  unsigned numInputs = generic.getNumDpsInputs();
+  SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
+  SmallVector<Value> inputs(generic.getDpsInputs());
+  SmallVector<AffineMap> newMaps(maps.begin(), maps.begin() + numInputs);
+  SmallVector<unsigned> readOutputs;
+  for (auto [index, output] : llvm::enumerate(generic.getRegionOutputArgs())) {
+    if (output.use_empty())
+      continue;
+    readOutputs.push_back(index);
+    inputs.push_back(generic.getDpsInits()[index]);
+    newMaps.push_back(maps[numInputs + index]);
+  }
+  newMaps.append(maps.begin() + numInputs, maps.end());
+  OpBuilder b(generic);
+  auto rewritten = linalg::GenericOp::create(
+      b, generic.getLoc(), generic.getResultTypes(), inputs,
+      generic.getDpsInits(), newMaps, generic.getIteratorTypesArray(),
+      [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+        IRMapping mapping;
+        for (unsigned index = 0; index < numInputs; ++index)
+          mapping.map(body->getArgument(index), args[index]);
+        for (auto [position, index] : llvm::enumerate(readOutputs))
+          mapping.map(generic.getRegionOutputArgs()[index],
+                      args[numInputs + position]);
+        for (Operation &op : *body)
+          nested.clone(op, mapping);
+      });
+  rewritten->setDiscardableAttrs(generic->getDiscardableAttrDictionary());
+  generic->replaceAllUsesWith(rewritten.getResults());
+  generic->erase();
+}
+
+/// Whether `generic` has no reductions but reads an output.
+static bool isParallelReadingOutputs(linalg::GenericOp generic) {
+  return generic.hasPureTensorSemantics() &&
+         llvm::all_of(generic.getIteratorTypesArray(),
+                      [](auto type) {
+                        return type == utils::IteratorType::parallel;
+                      }) &&
+         llvm::any_of(generic.getRegionOutputArgs(),
+                      [](BlockArgument output) { return !output.use_empty(); });
+}
+
+/// Rewrites the generics and tensor.generate ops of `function` the rules do
+/// not cover directly, innermost first (a rewritten body may hold more).
+static void rewriteUncoveredElementOps(func::FuncOp function) {
+  SmallVector<Operation *> ops;
+  function.walk([&](Operation *op) {
+    if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
+      if (needsLoopNest(generic) || isParallelReadingOutputs(generic))
+        ops.push_back(op);
+    } else if (auto generate = dyn_cast<tensor::GenerateOp>(op)) {
+      if (readsOuterTensor(generate.getBody()) ||
+          hasRegionOpsOrCalls(generate.getBody().front()))
+        ops.push_back(op);
+    }
+  });
+  for (Operation *op : ops) {
+    if (auto generate = dyn_cast<tensor::GenerateOp>(op))
+      rewriteAsLoopNest(generate);
+    else if (needsLoopNest(cast<linalg::GenericOp>(op)))
+      rewriteAsLoopNest(cast<linalg::GenericOp>(op));
+    else
+      readInitsAsInputs(cast<linalg::GenericOp>(op));
+  }
+}
+
+LogicalResult mlir::ad::prepareForDifferentiation(func::FuncOp function) {
+  if (!function.getBody().hasOneBlock()) {
+    ControlFlowToSCFTransformation transformation;
+    DominanceInfo dominance(function);
+    if (failed(transformCFGToSCF(function.getBody(), transformation,
+                                 dominance)))
+      return function.emitError()
+             << "cannot differentiate '" << function.getSymName()
+             << "': its control flow could not be structured";
+  }
+  MLIRContext *context = function.getContext();
+  RewritePatternSet patterns(context);
+  linalg::populateLinalgNamedOpsGeneralizationPatterns(patterns);
+  // ranked -> unranked -> ranked casts: the unranked tensor in the middle
+  // cannot carry a cotangent.
+  tensor::CastOp::getCanonicalizationPatterns(patterns, context);
+  walkAndApplyPatterns(function, std::move(patterns));
+  rewriteUncoveredElementOps(function);
+  return success();
+}
+
+/// Whether `function` runs a loop, itself or through the functions it calls
+/// (then its tape holds buffers or rows). `seen` guards against cycles.
+static bool runsLoops(func::FuncOp function,
+                      llvm::SmallPtrSetImpl<Operation *> &seen) {
+  if (function.isExternal() || !seen.insert(function).second)
+    return false;
+  bool loops = false;
+  function.walk([&](Operation *op) {
+    if (isa<LoopLikeOpInterface>(op)) {
+      loops = true;
+      return WalkResult::interrupt();
+    }
+    if (auto call = dyn_cast<func::CallOp>(op)) {
+      auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+          call, call.getCalleeAttr());
+      if (callee && runsLoops(callee, seen)) {
+        loops = true;
+        return WalkResult::interrupt();
+      }
+    }
+    return WalkResult::advance();
+  });
+  return loops;
+}
+
+LogicalResult
+mlir::ad::inlineLoopCallsWithLoops(func::FuncOp function,
+                                   DerivativeGenerator &generator) {
+  InlinerInterface interface(function.getContext());
+  InlinerConfig config;
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    SmallVector<func::CallOp> calls;
+    function.walk([&](func::CallOp call) {
+      if (call->getParentOp() != function)
+        calls.push_back(call);
+    });
+    for (func::CallOp call : calls) {
+      auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+          call, call.getCalleeAttr());
+      llvm::SmallPtrSet<Operation *, 8> seen;
+      if (!callee || callee.isExternal() ||
+          generator.inSameRecursion(callee, callee) ||
+          !callee.getBody().hasOneBlock() || !runsLoops(callee, seen))
+        continue;
+      if (failed(inlineCall(interface, config.getCloneCallback(), call,
+                            callee, &callee.getBody())))
+        return call.emitError() << "cannot inline " << call.getCalleeAttr()
+                                << " into the loop that calls it";
+      call.erase();
+      changed = true;
+      break;
+    }
+  }
+  return success();
+}
