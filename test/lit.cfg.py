@@ -25,6 +25,11 @@ config.substitutions.append(
         "mlir-runner -e main -entry-point-result=void -shared-libs=" + runtime_libs,
     )
 )
+# Python scripts of utils/ run with the interpreter CMake found (Debian's,
+# which has numpy).
+config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%utils", os.path.join(config.ad_src_root, "utils")))
+
 llvm_config.add_tool_substitutions(
     ["ad-opt", "mlir-runner", "FileCheck"],
     [config.ad_tools_dir, config.llvm_tools_dir],

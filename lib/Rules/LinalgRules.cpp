@@ -527,7 +527,6 @@ struct ExtractRule
       return success();
     OpBuilder &b = emitter.getBuilder();
     Location loc = extract.getLoc();
-    Value source = emitter.getPrimal(extract.getTensor());
     SmallVector<Value> indices;
     for (Value index : extract.getIndices())
       indices.push_back(emitter.getPrimal(index));
@@ -541,7 +540,12 @@ struct ExtractRule
                                                     indices));
       return success();
     }
-    Value zeros = zerosLike(b, loc, extract.getTensor().getType(), source);
+    // The source is read (and taped) only for its dynamic sizes.
+    auto type = cast<RankedTensorType>(extract.getTensor().getType());
+    Value source = type.hasStaticShape()
+                       ? Value()
+                       : emitter.getPrimal(extract.getTensor());
+    Value zeros = zerosLike(b, loc, type, source);
     emitter.addCotangent(extract.getTensor(),
                          tensor::InsertOp::create(b, loc, element, zeros,
                                                   indices));

@@ -119,14 +119,17 @@ static OpBuilder builderAfterBoth(Value value, Value anchor) {
 }
 
 /// How many f64 slots of a growable tape's row a value of `type` takes: one
-/// for a scalar, one per element for a statically shaped tensor of floats,
-/// none (it cannot be stored there) otherwise.
+/// for an index or a scalar of at most 64 bits (its bits, or its value
+/// extended to f64), one per element for a statically shaped tensor of such
+/// floats, none (it cannot be stored there) otherwise.
 static unsigned slotsFor(Type type) {
-  if (type.isIntOrIndexOrFloat())
+  if (type.isIndex() ||
+      (type.isIntOrFloat() && type.getIntOrFloatBitWidth() <= 64))
     return 1;
   auto tensorType = dyn_cast<RankedTensorType>(type);
   if (tensorType && tensorType.hasStaticShape() &&
-      isa<FloatType>(tensorType.getElementType()))
+      isa<FloatType>(tensorType.getElementType()) &&
+      tensorType.getElementTypeBitWidth() <= 64)
     return tensorType.getNumElements();
   return 0;
 }
@@ -833,7 +836,8 @@ private:
       generator.emitError(currentOp, "cannot keep a value of type ")
           << value.getType()
           << " for the adjoint of this op yet (only scalars and statically "
-             "shaped tensors of floats can be stored per iteration)";
+             "shaped tensors of floats, of at most 64 bits, can be stored per "
+           "iteration)";
     materializeFailed = true;
     OpBuilder prologue = OpBuilder::atBlockBegin(body);
     return ub::PoisonOp::create(prologue, value.getLoc(), value.getType());
@@ -953,6 +957,35 @@ void DerivativeGenerator::finalize() {
   }
 }
 
+/// Erases `buffer` when it is a buffer the forward function allocates and
+/// only writes (a per-iteration tape the simplified pullback no longer
+/// reads), together with the writes.
+static void eraseWriteOnlyBuffer(Value buffer) {
+  auto alloc = buffer.getDefiningOp<memref::AllocOp>();
+  if (!alloc)
+    return;
+  SmallVector<Operation *> writes;
+  for (Operation *user : buffer.getUsers()) {
+    if (auto store = dyn_cast<memref::StoreOp>(user);
+        store && store.getMemRef() == buffer) {
+      writes.push_back(user);
+      continue;
+    }
+    auto slice = dyn_cast<memref::SubViewOp>(user);
+    if (!slice || !llvm::all_of(slice->getUsers(), [&](Operation *sliceUser) {
+          auto write =
+              dyn_cast<bufferization::MaterializeInDestinationOp>(sliceUser);
+          return write && write.getDest() == slice.getResult();
+        }))
+      return;
+    llvm::append_range(writes, slice->getUsers());
+    writes.push_back(slice);
+  }
+  for (Operation *write : writes)
+    write->erase();
+  alloc.erase();
+}
+
 /// `<callee>_ad_<kind>_<wrt positions joined by '_'>`.
 static std::string derivativeName(func::FuncOp callee, StringRef kind,
                                   ArrayRef<int64_t> wrt) {
@@ -1023,7 +1056,10 @@ DerivativeGenerator::generate(func::FuncOp callee, ArrayRef<int64_t> wrt) {
     if (!pullbackBody->getArgument(i).use_empty())
       continue;
     pullbackBody->eraseArgument(i);
+    Value unread = reverse.tape[i];
     reverse.tape.erase(reverse.tape.begin() + i);
+    if (!llvm::is_contained(reverse.tape, unread))
+      eraseWriteOnlyBuffer(unread);
   }
   pullbackFunction.setType(FunctionType::get(
       callee.getContext(), pullbackBody->getArgumentTypes(), gradientTypes));

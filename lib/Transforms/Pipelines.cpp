@@ -87,13 +87,23 @@ void mlir::ad::buildLowerToLLVMPipeline(OpPassManager &pm) {
   addLLVMConversion(pm);
 }
 
+namespace {
+/// The pipelines take no options yet; declaring the (empty) set makes an
+/// unknown one an error that names it instead of a silent failure.
+struct NoPipelineOptions : public PassPipelineOptions<NoPipelineOptions> {};
+} // namespace
+
 void mlir::ad::registerADPipelines() {
-  PassPipelineRegistration<>(
+  PassPipelineRegistration<NoPipelineOptions>(
       "ad-differentiate",
       "Differentiate every ad op, leaving only upstream dialects",
-      buildDifferentiatePipeline);
-  PassPipelineRegistration<>(
+      [](OpPassManager &pm, const NoPipelineOptions &) {
+        buildDifferentiatePipeline(pm);
+      });
+  PassPipelineRegistration<NoPipelineOptions>(
       "ad-lower-to-llvm",
       "Differentiate, bufferize and lower a module to the LLVM dialect",
-      buildLowerToLLVMPipeline);
+      [](OpPassManager &pm, const NoPipelineOptions &) {
+        buildLowerToLLVMPipeline(pm);
+      });
 }

@@ -76,17 +76,21 @@ bool mlir::ad::needsLoopNest(linalg::GenericOp generic) {
   return false;
 }
 
-/// Clones the ops of `body` but its terminator at `b`, replacing loop
-/// indices (linalg.index, nested ones too) by `ivs`; afterwards `mapping`
-/// maps the terminator's operands.
+/// Clones the ops of `body` but its terminator at `b`, replacing its loop
+/// indices (linalg.index) by `ivs`; afterwards `mapping` maps the
+/// terminator's operands.
 static void cloneBodyWithIndices(OpBuilder &b, Block &body, IRMapping &mapping,
                                  ValueRange ivs) {
   SmallVector<Operation *> clones;
   for (Operation &op : body.without_terminator())
     clones.push_back(b.clone(op, mapping));
+  // Indices of generics nested in the body keep referring to those.
   SmallVector<linalg::IndexOp> indices;
   for (Operation *clone : clones)
-    clone->walk([&](linalg::IndexOp index) { indices.push_back(index); });
+    clone->walk([&](linalg::IndexOp index) {
+      if (!isa<linalg::LinalgOp>(index->getParentOp()))
+        indices.push_back(index);
+    });
   DenseMap<Value, Value> replaced;
   for (linalg::IndexOp index : indices) {
     Value iv = ivs[index.getDim()];

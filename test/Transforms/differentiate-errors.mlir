@@ -162,7 +162,7 @@ func.func @tensor_in_while(%t: tensor<?xf64>) -> tensor<?xf64> {
     scf.condition(%go) %v, %s : tensor<?xf64>, f64
   } do {
   ^bb0(%v: tensor<?xf64>, %s: f64):
-    // expected-error @+1 {{cannot keep a value of type 'tensor<?xf64>' for the adjoint of this op yet (only scalars and statically shaped tensors of floats can be stored per iteration)}}
+    // expected-error @+1 {{cannot keep a value of type 'tensor<?xf64>' for the adjoint of this op yet (only scalars and statically shaped tensors of floats, of at most 64 bits, can be stored per iteration)}}
     %w = math.sin %v : tensor<?xf64>
     %two = arith.constant 2.0 : f64
     %s2 = arith.mulf %s, %two : f64
@@ -199,4 +199,166 @@ func.func @caller(%t: tensor<?xf64>, %dy: tensor<?xf64>) -> tensor<?xf64> {
   %y, %pb = ad.forward @dynamic_tensor_in_for(%t) : (tensor<?xf64>) -> (tensor<?xf64>, !ad.pullback<(tensor<?xf64>) -> tensor<?xf64>>)
   %g = ad.pullback %pb(%dy) : !ad.pullback<(tensor<?xf64>) -> tensor<?xf64>>
   return %g : tensor<?xf64>
+}
+
+// -----
+
+// A store inside a region op without results (here an scf.if) is found.
+func.func @store_in_if(%x: f64, %m: memref<1xf64>, %c: i1) -> f64 {
+  %c0 = arith.constant 0 : index
+  scf.if %c {
+    %y = arith.mulf %x, %x : f64
+    // expected-error @+1 {{cannot differentiate through memory: 'memref.store' writes a value that depends on a differentiated argument}}
+    memref.store %y, %m[%c0] : memref<1xf64>
+  }
+  %l = memref.load %m[%c0] : memref<1xf64>
+  return %l : f64
+}
+
+func.func @caller(%x: f64, %m: memref<1xf64>, %c: i1) -> f64 {
+  // expected-note @+1 {{while differentiating this call of @store_in_if}}
+  %g = ad.grad @store_in_if(%x, %m, %c) : (f64, memref<1xf64>, i1) -> f64
+  return %g : f64
+}
+
+// -----
+
+// ... and inside memref.alloca_scope.
+func.func @store_in_scope(%x: f64, %m: memref<1xf64>) -> f64 {
+  %c0 = arith.constant 0 : index
+  memref.alloca_scope {
+    // expected-error @+1 {{cannot differentiate through memory: 'memref.store'}}
+    memref.store %x, %m[%c0] : memref<1xf64>
+  }
+  %l = memref.load %m[%c0] : memref<1xf64>
+  return %l : f64
+}
+
+func.func @caller(%x: f64, %m: memref<1xf64>) -> f64 {
+  // expected-note @+1 {{while differentiating this call of @store_in_scope}}
+  %g = ad.grad @store_in_scope(%x, %m) : (f64, memref<1xf64>) -> f64
+  return %g : f64
+}
+
+// -----
+
+// ... and in a callee whose results are unused, with a note at the call.
+func.func @stores(%x: f64, %m: memref<1xf64>) {
+  %c0 = arith.constant 0 : index
+  %y = arith.mulf %x, %x : f64
+  // expected-error @+1 {{cannot differentiate through memory: 'memref.store'}}
+  memref.store %y, %m[%c0] : memref<1xf64>
+  return
+}
+
+func.func @calls_stores(%x: f64, %m: memref<1xf64>) -> f64 {
+  // expected-note @+1 {{reached through this call}}
+  func.call @stores(%x, %m) : (f64, memref<1xf64>) -> ()
+  %c0 = arith.constant 0 : index
+  %l = memref.load %m[%c0] : memref<1xf64>
+  return %l : f64
+}
+
+func.func @caller(%x: f64, %m: memref<1xf64>) -> f64 {
+  // expected-note @+1 {{while differentiating this call of @calls_stores}}
+  %g = ad.grad @calls_stores(%x, %m) : (f64, memref<1xf64>) -> f64
+  return %g : f64
+}
+
+// -----
+
+// A function without a body may do anything with what it is given.
+func.func private @opaque(f64)
+
+func.func @calls_opaque(%x: f64) -> f64 {
+  // expected-error @+1 {{this call passes a value that depends on a differentiated argument to a function without a body here}}
+  func.call @opaque(%x) : (f64) -> ()
+  return %x : f64
+}
+
+func.func @caller(%x: f64) -> f64 {
+  // expected-note @+1 {{while differentiating this call of @calls_opaque}}
+  %g = ad.grad @calls_opaque(%x) : (f64) -> f64
+  return %g : f64
+}
+
+// -----
+
+// scf.forall passes values out through tensor.parallel_insert_slice, not
+// through its terminator's operands: it is active, and has no rule.
+func.func @forall(%x: tensor<4xf64>) -> f64 {
+  %e = tensor.empty() : tensor<4xf64>
+  // expected-error @+1 {{no derivative rule for 'scf.forall', whose result depends on a differentiated argument}}
+  %r = scf.forall (%i) in (4) shared_outs(%o = %e) -> tensor<4xf64> {
+    %v = tensor.extract %x[%i] : tensor<4xf64>
+    %w = arith.mulf %v, %v : f64
+    %s = tensor.from_elements %w : tensor<1xf64>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %s into %o[%i] [1] [1] : tensor<1xf64> into tensor<4xf64>
+    }
+  }
+  %c0 = arith.constant 0 : index
+  %a = tensor.extract %r[%c0] : tensor<4xf64>
+  return %a : f64
+}
+
+func.func @caller(%x: tensor<4xf64>) -> f64 {
+  // expected-note @+1 {{while differentiating this call of @forall}}
+  %g = ad.grad @forall(%x) : (tensor<4xf64>) -> tensor<4xf64>
+  %c0 = arith.constant 0 : index
+  %e = tensor.extract %g[%c0] : tensor<4xf64>
+  return %e : f64
+}
+
+// -----
+
+// A value that cannot carry a derivative (an unranked tensor, not folded
+// away) between differentiated values is reported, not dropped.
+func.func @through_unranked(%x: tensor<3xf64>, %c: i1) -> f64 {
+  %u = scf.if %c -> tensor<*xf64> {
+    %a = tensor.cast %x : tensor<3xf64> to tensor<*xf64>
+    scf.yield %a : tensor<*xf64>
+  } else {
+    %b = tensor.cast %x : tensor<3xf64> to tensor<*xf64>
+    scf.yield %b : tensor<*xf64>
+  }
+  // expected-error @+1 {{cannot differentiate 'tensor.cast': its operand of type 'tensor<*xf64>' depends on a differentiated argument, but values of that type cannot carry a derivative}}
+  %r = tensor.cast %u : tensor<*xf64> to tensor<3xf64>
+  %c0 = arith.constant 0 : index
+  %e = tensor.extract %r[%c0] : tensor<3xf64>
+  return %e : f64
+}
+
+func.func @caller(%x: tensor<3xf64>, %c: i1) -> f64 {
+  // expected-note @+1 {{while differentiating this call of @through_unranked}}
+  %g = ad.grad @through_unranked(%x, %c) : (tensor<3xf64>, i1) -> tensor<3xf64>
+  %c0 = arith.constant 0 : index
+  %e = tensor.extract %g[%c0] : tensor<3xf64>
+  return %e : f64
+}
+
+// -----
+
+// The growable tape of a while loop holds scalars of at most 64 bits.
+func.func @wide_integer(%x: f64) -> f64 {
+  %c0 = arith.constant 0 : i128
+  %c1 = arith.constant 1 : i128
+  %c3 = arith.constant 3 : i128
+  %r:2 = scf.while (%i = %c0, %s = %x) : (i128, f64) -> (i128, f64) {
+    %c = arith.cmpi slt, %i, %c3 : i128
+    scf.condition(%c) %i, %s : i128, f64
+  } do {
+  ^bb0(%i: i128, %s: f64):
+    %n = arith.addi %i, %c1 : i128
+    // expected-error @+1 {{cannot keep a value of type 'i128' for the adjoint of this op yet}}
+    %m = math.fpowi %s, %n : f64, i128
+    scf.yield %n, %m : i128, f64
+  }
+  return %r#1 : f64
+}
+
+func.func @caller(%x: f64) -> f64 {
+  // expected-note @+1 {{while differentiating this call of @wide_integer}}
+  %g = ad.grad @wide_integer(%x) : (f64) -> f64
+  return %g : f64
 }
