@@ -46,18 +46,28 @@ def ADGenerateDerivativesPass
     reaching a float result) are differentiated. An active op without a
     `ReverseRuleOpInterface` model is an error at that op.
 
-    The functions that get differentiated (the callees of the requests and
-    every function they reach through calls) are first brought into the
-    form the rules are written for, with upstream semantics-preserving
-    rewrites: unstructured control flow is lifted to `scf` (as
-    `lift-cf-to-scf` does), named linalg ops become `linalg.generic` (as
-    `linalg-generalize-named-ops` does), a `linalg.generic` or
-    `tensor.generate` whose body reads a tensor from outside (a gather)
-    becomes the `scf.for` nest it denotes (its adjoint is a scatter-add, which a generic cannot
-    express), and calls made inside loops to
-    non-recursive functions that run loops are inlined (their tapes would be
-    buffers, which a loop cannot store per iteration). Other functions are
-    left alone.
+    The user's functions are never modified. The functions that get
+    differentiated (the callees of the requests and every function they
+    reach through calls) are copied, and the copies are brought into the
+    form the rules are written for with semantics-preserving rewrites:
+    unstructured control flow is lifted to `scf` (as `lift-cf-to-scf`
+    does), named linalg ops become `linalg.generic` (as
+    `linalg-generalize-named-ops` does), chains of `tensor.cast` are folded,
+    a parallel generic that reads its outputs gets the inits as inputs, and
+    a `linalg.generic` or `tensor.generate` whose body reads a tensor from
+    outside (a gather), holds region ops (`scf.if`, `scf.for`) or calls, or
+    that reduces with anything but a sum, max or min (a product) becomes the
+    `scf.for` nest it denotes; calls made inside loops to non-recursive
+    functions that run loops are inlined (their tapes would be buffers,
+    which a loop cannot store per iteration). The derivative functions are
+    generated from the copies, which are then discarded: calls the
+    generated code makes name the user's functions, which are equivalent.
+    A request that a generated function inherits (an inactive `ad.grad`
+    inside a differentiated function) is rewritten too.
+    Values that depend on a differentiated argument must not be written to
+    memory: an op that may do so (a write, an op that declares no memory
+    effects, a call of a function without a body, in nested regions and
+    called functions too) is an error at that op.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
