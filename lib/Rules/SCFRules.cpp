@@ -150,13 +150,14 @@ static bool needsGrowableTape(scf::ForOp loop) {
     if (bound.getParentBlock() != entry && !constant)
       return true;
   }
+  // The nearest enclosing loop answers for all the outer ones (asking each
+  // of them would be exponential in the nesting depth).
   for (Operation *parent = loop->getParentOp(); parent != function;
        parent = parent->getParentOp()) {
     if (isa<scf::WhileOp>(parent))
       return true;
     if (auto outer = dyn_cast<scf::ForOp>(parent))
-      if (needsGrowableTape(outer))
-        return true;
+      return needsGrowableTape(outer);
   }
   return false;
 }

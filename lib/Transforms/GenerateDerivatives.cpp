@@ -15,6 +15,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/thread.h"
 
 namespace mlir::ad {
 #define GEN_PASS_DEF_ADGENERATEDERIVATIVESPASS
@@ -211,10 +212,21 @@ private:
 
 struct ADGenerateDerivativesPass
     : mlir::ad::impl::ADGenerateDerivativesPassBase<ADGenerateDerivativesPass> {
+  static constexpr unsigned kStackBytes = 1u << 30;
+
   void runOnOperation() override {
     if (collectRequests(getOperation()).empty())
       return;
-    if (failed(Differentiation(getOperation()).run()))
+    // Differentiating a call differentiates its callee first, a native
+    // recursion as deep as the chain of calls: it runs on a thread whose
+    // stack (reserved, committed only as used) holds chains of about a
+    // hundred thousand calls.
+    LogicalResult result = failure();
+    llvm::thread worker(std::optional<unsigned>(kStackBytes), [&] {
+      result = Differentiation(getOperation()).run();
+    });
+    worker.join();
+    if (failed(result))
       signalPassFailure();
   }
 };
