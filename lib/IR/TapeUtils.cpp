@@ -48,10 +48,13 @@ Value mlir::ad::growTapeIfFull(OpBuilder &b, Location loc, Value tape,
 Value mlir::ad::encodeAsF64(OpBuilder &b, Location loc, Value value) {
   Type type = value.getType();
   Type f64 = b.getF64Type();
-  // A tensor of floats is encoded elementwise.
+  // A tensor is encoded elementwise: floats extended, integers of at most
+  // 32 bits (a select's condition) converted, both exactly.
   if (auto tensorType = dyn_cast<RankedTensorType>(type)) {
     if (tensorType.getElementType() == f64)
       return value;
+    if (tensorType.getElementType().isInteger())
+      return arith::SIToFPOp::create(b, loc, tensorType.clone(f64), value);
     return arith::ExtFOp::create(b, loc, tensorType.clone(f64), value);
   }
   if (type == f64)
@@ -72,6 +75,8 @@ Value mlir::ad::decodeFromF64(OpBuilder &b, Location loc, Value slot,
     return slot;
   if (isa<FloatType>(getElementTypeOrSelf(type)))
     return arith::TruncFOp::create(b, loc, type, slot);
+  if (isa<RankedTensorType>(type))
+    return arith::FPToSIOp::create(b, loc, type, slot);
   Value bits = arith::BitcastOp::create(b, loc, b.getI64Type(), slot);
   if (type.isIndex())
     return arith::IndexCastOp::create(b, loc, type, bits);

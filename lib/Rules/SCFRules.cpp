@@ -128,9 +128,12 @@ static SmallVector<Value> currentCotangents(ArrayRef<Value> values,
 /// (never read: the reverse sweep replays the branch taken): zero, or an
 /// uninitialized tensor.
 static Value placeholderOf(OpBuilder &b, Location loc, Type type) {
-  if (auto tensorType = dyn_cast<RankedTensorType>(type))
-    return tensor::EmptyOp::create(b, loc, tensorType.getShape(),
-                                   tensorType.getElementType());
+  if (auto tensorType = dyn_cast<RankedTensorType>(type)) {
+    // Dynamic sizes are zero: an empty tensor of the same type.
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    SmallVector<Value> sizes(tensorType.getNumDynamicDims(), zero);
+    return tensor::EmptyOp::create(b, loc, tensorType, sizes);
+  }
   return arith::ConstantOp::create(b, loc, cast<TypedAttr>(b.getZeroAttr(type)));
 }
 
@@ -347,19 +350,17 @@ struct ForRule : ReverseRuleOpInterface::ExternalModel<ForRule, scf::ForOp> {
   }
 };
 
-/// Scalars and statically shaped tensors computed directly in forward
-/// block `block` (including what nested forward ops carry out), which the
-/// forward if carries out in turn. Those the adjoint does not read become
-/// unused results, which canonicalization removes.
+/// Scalars and ranked tensors computed directly in forward block `block`
+/// (including what nested forward ops carry out), which the forward if
+/// carries out in turn. Those the adjoint does not read become unused
+/// results, which canonicalization removes.
 static SmallVector<Value> escapingValues(Block *block) {
   SmallVector<Value> values;
   for (Operation &op : *block)
-    for (Value result : op.getResults()) {
-      auto tensorType = dyn_cast<RankedTensorType>(result.getType());
+    for (Value result : op.getResults())
       if (result.getType().isIntOrIndexOrFloat() ||
-          (tensorType && tensorType.hasStaticShape()))
+          isa<RankedTensorType>(result.getType()))
         values.push_back(result);
-    }
   return values;
 }
 

@@ -71,10 +71,9 @@ struct ForwardLoopScope {
   /// Position of the current iteration among all iterations of the loop nest
   /// (defined at the start of the body).
   Value linearIndex;
-  /// Number of iterations of the whole nest, available before `entryOp`.
+  /// Number of iterations of the whole nest, defined in the forward entry
+  /// block before the op that contains the loop.
   Value capacity;
-  /// The op of the forward entry block that contains the loop.
-  Operation *entryOp = nullptr;
 };
 
 /// The growable tape of one loop whose trip count is unknown at entry: rows
@@ -121,15 +120,18 @@ static OpBuilder builderAfterBoth(Value value, Value anchor) {
 /// How many f64 slots of a growable tape's row a value of `type` takes: one
 /// for an index or a scalar of at most 64 bits (its bits, or its value
 /// extended to f64), one per element for a statically shaped tensor of such
-/// floats, none (it cannot be stored there) otherwise.
+/// floats or of integers of at most 32 bits (exact in f64), none (it cannot
+/// be stored there) otherwise.
 static unsigned slotsFor(Type type) {
   if (type.isIndex() ||
       (type.isIntOrFloat() && type.getIntOrFloatBitWidth() <= 64))
     return 1;
   auto tensorType = dyn_cast<RankedTensorType>(type);
-  if (tensorType && tensorType.hasStaticShape() &&
-      isa<FloatType>(tensorType.getElementType()) &&
-      tensorType.getElementTypeBitWidth() <= 64)
+  if (!tensorType || !tensorType.hasStaticShape())
+    return 0;
+  Type element = tensorType.getElementType();
+  if ((isa<FloatType>(element) && element.getIntOrFloatBitWidth() <= 64) ||
+      (element.isInteger() && element.getIntOrFloatBitWidth() <= 32))
     return tensorType.getNumElements();
   return 0;
 }
@@ -244,9 +246,8 @@ public:
   void beginLoop(Block *forwardBody, Value iteration,
                  Value tripCount) override {
     ForwardLoopScope scope;
-    scope.entryOp = entryOpAt(forwardBody);
     Location loc = iteration.getLoc();
-    OpBuilder entryBuilder(scope.entryOp);
+    OpBuilder entryBuilder(entryOpAt(forwardBody));
     const ForwardLoopScope *parent = enclosingScope(forwardBody);
     if (parent) {
       scope.capacity =
@@ -420,7 +421,15 @@ public:
     if (Value buffer = perIterationBuffers.lookup(value))
       return buffer;
     Location loc = value.getLoc();
-    OpBuilder entryBuilder(scope.entryOp);
+    // Right after the capacity: the op that contained the loop when it was
+    // emitted may have been replaced since (a branch op is rebuilt once its
+    // results are known).
+    OpBuilder entryBuilder(value.getContext());
+    Operation *&previous = lastBufferOf[scope.capacity];
+    if (previous)
+      entryBuilder.setInsertionPointAfter(previous);
+    else
+      entryBuilder.setInsertionPointAfterValue(scope.capacity);
     // A scalar per iteration, or a statically shaped tensor per iteration
     // (the buffer has one leading dimension more).
     auto tensorType = dyn_cast<RankedTensorType>(value.getType());
@@ -429,8 +438,9 @@ public:
       llvm::append_range(shape, tensorType.getShape());
     auto type = MemRefType::get(
         shape, tensorType ? tensorType.getElementType() : value.getType());
-    Value buffer =
+    auto buffer =
         memref::AllocOp::create(entryBuilder, loc, type, scope.capacity);
+    previous = buffer;
     // Store once both the value and the iteration's index exist.
     OpBuilder storeBuilder = builderAfterBoth(value, scope.linearIndex);
     if (tensorType)
@@ -559,6 +569,9 @@ private:
   llvm::DenseSet<Operation *> memoryChecked;
   DenseMap<Block *, ForwardLoopScope> loopScopes;
   DenseMap<Value, Value> perIterationBuffers;
+  /// Per capacity: the last buffer allocated with it (buffers follow it in
+  /// the order they are requested).
+  DenseMap<Value, Operation *> lastBufferOf;
   DenseMap<Block *, ForwardRowScope> rowScopes;
   llvm::MapVector<Operation *, GrowableTape> growableTapes;
 };

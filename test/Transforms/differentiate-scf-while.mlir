@@ -118,7 +118,7 @@ func.func @caller(%x: f64, %n: i32) -> f64 {
 // variable, so the inner loop fills rows of a growable tape (carried through
 // the outer loop) instead of a buffer sized at entry.
 // CHECK-LABEL: func.func private @triangle_ad_fwd_0
-// CHECK: %[[TAPE:.*]] = memref.alloc
+// CHECK: %[[TAPE:.*]] = memref.alloc({{.*}}) : memref<?xf64>
 // CHECK: scf.for {{.*}} iter_args({{.*}}, %[[OUTER_TAPE:.*]] = %[[TAPE]], %{{.*}} = %{{.*}}) -> (f64, memref<?xf64>, index)
 // CHECK: scf.for {{.*}} -> (f64, memref<?xf64>, index)
 // CHECK: memref.realloc

@@ -22,7 +22,8 @@ Value growTapeIfFull(OpBuilder &b, Location loc, Value tape, Value row,
                      Value width);
 
 /// `value` (a float, integer or index) widened or bitcast into an f64 slot;
-/// a ranked tensor of floats widened elementwise to f64.
+/// a ranked tensor of floats widened, or of integers of at most 32 bits
+/// converted, elementwise to f64.
 Value encodeAsF64(OpBuilder &b, Location loc, Value value);
 
 /// The inverse of encodeAsF64.
