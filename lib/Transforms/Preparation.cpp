@@ -316,12 +316,15 @@ mlir::ad::inlineLoopCallsWithLoops(func::FuncOp function,
                                    DerivativeGenerator &generator) {
   InlinerInterface interface(function.getContext());
   InlinerConfig config;
+  // Every invocation of a recursive function stores its tape in one row,
+  // where a buffer does not fit either: all its calls qualify.
+  bool recursive = generator.inSameRecursion(function, function);
   bool changed = true;
   while (changed) {
     changed = false;
     SmallVector<func::CallOp> calls;
     function.walk([&](func::CallOp call) {
-      if (call->getParentOp() != function)
+      if (recursive || call->getParentOp() != function)
         calls.push_back(call);
     });
     for (func::CallOp call : calls) {

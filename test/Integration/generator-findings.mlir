@@ -72,6 +72,38 @@ func.func @tensor_select_in_while(%x: f64) -> f64 {
   return %s : f64
 }
 
+// A recursive function calling a function that runs a loop: the call is
+// inlined, as calls inside loops are (was rejected: the callee's tape is a
+// buffer). Finite difference 0.16269496.
+func.func @grow(%x: f64) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %l = scf.for %i = %c0 to %c3 step %c1 iter_args(%s = %x) -> (f64) {
+    %d = math.sin %s : f64
+    %h = arith.constant 0.5 : f64
+    %hs = arith.mulf %s, %h : f64
+    %e = arith.addf %d, %hs : f64
+    scf.yield %e : f64
+  }
+  return %l : f64
+}
+func.func @rec(%x: f64, %n: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %done = arith.cmpi eq, %n, %c0 : index
+  %r = scf.if %done -> (f64) {
+    scf.yield %x : f64
+  } else {
+    %m = arith.subi %n, %c1 : index
+    %s = math.cos %x : f64
+    %p = func.call @rec(%s, %m) : (f64, index) -> f64
+    %q = arith.mulf %p, %x : f64
+    scf.yield %q : f64
+  }
+  %g = func.call @grow(%r) : (f64) -> f64
+  return %g : f64
+}
 func.func @run(%x: f64, %n: index) {
   // CHECK: 1.372
   %g0 = ad.grad @taped_loop_in_branch(%x, %n) : (f64, index) -> f64
@@ -83,6 +115,10 @@ func.func @run(%x: f64, %n: index) {
   // CHECK-NEXT: 14.4396
   %g2 = ad.grad @tensor_select_in_while(%x) : (f64) -> f64
   vector.print %g2 : f64
+  %two = arith.constant 2 : index
+  // CHECK-NEXT: 0.162695
+  %g3 = ad.grad @rec(%x, %two) : (f64, index) -> f64
+  vector.print %g3 : f64
   return
 }
 

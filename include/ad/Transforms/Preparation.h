@@ -25,10 +25,11 @@ class DerivativeGenerator;
 /// when the control flow cannot be structured.
 LogicalResult prepareForDifferentiation(func::FuncOp function);
 
-/// Inlines, into `function`, the calls made inside its loops to
-/// non-recursive functions that run loops (their tapes would be buffers,
-/// which a loop cannot store per iteration). `generator` answers which
-/// functions are recursive.
+/// Inlines, into `function`, the calls made inside its loops (anywhere in
+/// it, when it is recursive) to non-recursive functions that run loops:
+/// their tapes would be buffers, which neither a loop iteration nor a row
+/// of a recursion's tape can hold. `generator` answers which functions are
+/// recursive.
 LogicalResult inlineLoopCallsWithLoops(func::FuncOp function,
                                        DerivativeGenerator &generator);
 
