@@ -77,6 +77,7 @@ import math
 import os
 import random
 import re
+import shutil
 import struct
 import subprocess
 import sys
@@ -127,6 +128,13 @@ KNOWN_BUGS = {
     "looping-callee-in-recursion":
         "'cannot keep a value of type memref<?xf64> ...' for a call, inside "
         "a recursive function, of a function that runs a loop",
+    "index-switch-bufferization":
+        "wrong gradients: one-shot bufferization lets an adjoint write into "
+        "the zero cotangent tensor an scf.index_switch (or a lifted "
+        "cf.switch) yields from several cases while it is still read",
+    "rank-reducing-unit-slice":
+        "upstream crash in expand-strided-metadata (SubViewOp::"
+        "getDroppedDims) on a rank-reducing extract_slice of sizes all 1",
 }
 
 LLVM_BIN = "/usr/lib/llvm-22/bin"
@@ -524,6 +532,7 @@ class Generator:
         self.features = set()
         self.budget = 0
         self.rank0 = False
+        self.extra = []
         self.runs_loop = False
         self.runs_recursion = False
         self.tensor_rate = 0
@@ -553,7 +562,9 @@ class Generator:
     def blocked(self, r, construct, callee=None):
         """Whether a known bug named in self.avoid rules out `construct`
         ("for": an scf.for or a loop nest; "call" of `callee`; "dynamic":
-        a dynamically shaped tensor; "tensor_select") in region r."""
+        a dynamically shaped tensor; "tensor_select"; "switch": an
+        scf.index_switch or cf.switch; "unit_slice": a rank-reducing slice
+        of sizes all 1) in region r."""
         context, avoid = r.context, self.avoid
         loops = construct == "for" or (callee is not None and callee.loops)
         recursive = callee is not None and callee.recursive
@@ -568,6 +579,9 @@ class Generator:
             construct == "dynamic",
             "tensor-select-in-while" in avoid and construct == "tensor_select"
             and bool(context & {"while", "recursion"}),
+            "index-switch-bufferization" in avoid and construct == "switch"
+            and self.tensor_rate > 0,
+            "rank-reducing-unit-slice" in avoid and construct == "unit_slice",
         ])
 
     def allows_for(self, r):
@@ -754,7 +768,8 @@ class Generator:
                 "call": 2 if any(self.allows(r, c) for c in self.callees)
                 else 0,
                 "scf_if": 1, "scf_for": loops, "scf_while": 1,
-                "index_switch": 1, "tensor_work": 3 * self.tensor_rate,
+                "index_switch": 0 if self.blocked(r, "switch") else 1,
+                "tensor_work": 3 * self.tensor_rate,
                 "tensor_loop": loops * self.tensor_rate,
                 "tensor_if": self.tensor_rate})
         kind = self.weighted({k: (w,) for k, w in weights.items()})
@@ -1148,13 +1163,20 @@ class Generator:
     def source(self, r, shape, dynamic):
         """A new tensor of the given shape built from scalars in scope."""
         size = math.prod(shape)
-        kinds = ["splat", "generate", "build"]
+        kinds = ["splat", "generate", "build", "fill"]
         if not any(dynamic):
             kinds += ["offsets"] + (["from_elements"] if size <= 6 else [])
         kind = self.pick(kinds)
         self.note("tensor." + kind if kind in ("splat", "generate",
                                                "from_elements") else kind)
         return getattr(self, "source_" + kind)(r, shape, dynamic)
+
+    def source_fill(self, r, shape, dynamic):
+        """linalg.fill of a scalar in scope."""
+        t = self.filled(r, shape, dynamic, self.limit(r, self.operand(r), 2.0))
+        self.note("linalg.fill")
+        r.floats.append(t)
+        return t
 
     def source_splat(self, r, shape, dynamic):
         s = self.limit(r, self.operand(r), 2.0)
@@ -1426,6 +1448,68 @@ class Generator:
         r.floats.append(v)
         return v
 
+    def t_copy(self, r, t):
+        return self.named(r, "copy", [t], self.outputs(r, t), t.bound)
+
+    def t_gather(self, r, t):
+        """A linalg.generic (or tensor.generate) whose body reads t at
+        positions computed from its indices (a permuted gather with
+        repeats), times an input of t's shape: written as a loop nest
+        before differentiation, so its adjoint is a scatter-add."""
+        if self.blocked(r, "for"):
+            return None
+        self.runs_loop = True
+        rank = len(t.shape)
+        idx = [self.fresh("%i") for _ in range(rank)]
+        b = r.child()
+        b.floats = [v for v in r.floats if v.type == "$T"]
+        b.indices = list(r.indices) + idx
+        generate = self.chance(0.4)
+        if not generate:
+            for k, i in enumerate(idx):
+                b.emit(f"{i} = linalg.index {k} : index")
+        moved = []
+        for i, n in zip(idx, t.shape):
+            m, j = self.fresh(), self.fresh()
+            b.emit(f"{m} = arith.muli {i}, {self.index(b, self.pick([2, 3]))}"
+                   f" : index")
+            b.emit(f"{j} = arith.remui {m}, {self.dim_size(b, t, len(moved))}"
+                   f" : index")
+            moved.append(j)
+        g = Value(self.fresh(), t.bound)
+        b.emit(f"{g.name} = tensor.extract {t.name}[{', '.join(moved)}] : "
+               f"{t.type}")
+        b.floats.append(g)
+        self.note("gather_generate" if generate else "gather_generic")
+        if generate:
+            out = self.elementwise(b, g)
+            name = self.fresh()
+            r.emit(f"{name} = tensor.generate "
+                   f"{self.sizes_of(t.shape, t.dynamic)} {{")
+            self.block_header(r, [(i, "index") for i in idx])
+            r.lines += b.lines
+            r.emit(f"  tensor.yield {out.name} : $T")
+            r.emit(f"}} : {t.type}")
+            v = t.like(name, out.bound)
+            r.floats.append(v)
+            return v
+        u = self.like_source(r, t)
+        a = Value(self.fresh("%a"), u.bound)
+        b.floats.append(a)
+        out = self.bin(b, "arith.mulf", self.limit(b, g, 2.0),
+                       self.limit(b, a, 2.0), 4.0)
+        maps = [affine(rank, range(rank))] * 2
+        return self.generic(r, [u], maps, self.outputs(r, t),
+                            iterators(rank, ()), [a], b, out, out.bound)
+
+    def dim_size(self, r, t, k):
+        """Size k of tensor t as an index in region r."""
+        if t.dynamic[k]:
+            d = self.fresh()
+            r.emit(f"{d} = tensor.dim {t.name}, {self.index(r, k)} : {t.type}")
+            return d
+        return self.index(r, t.shape[k])
+
     def t_transpose(self, r, t):
         rank = len(t.shape)
         if rank < 2:
@@ -1479,6 +1563,8 @@ class Generator:
             offsets.append(offset), sizes.append(size), strides.append(stride)
         shape = tuple(sizes)
         drop = [k for k, s in enumerate(shape) if s == 1]
+        if set(shape) == {1} and self.blocked(r, "unit_slice"):
+            drop = []
         if drop and len(shape) > 1 and self.chance(0.5):
             self.note("rank_reducing_slice")
             shape = tuple(s for k, s in enumerate(shape) if k != drop[0])
@@ -1794,6 +1880,8 @@ class Generator:
         "named_select": (1, "t_named_select"),
         "elementwise_kind": (1, "t_elementwise_kind"),
         "map": (1, "t_map"),
+        "copy": (1, "t_copy"),
+        "gather": (1, "t_gather"),
         "generic": (2, "t_generic"),
         "transpose": (1, "t_transpose"),
         "broadcast": (1, "t_broadcast"),
@@ -1979,13 +2067,23 @@ class Generator:
         return r
 
     def ret(self, r, values):
-        """Returns `values` (as a rank-0 tensor from @f when self.rank0)."""
+        """Returns `values`; from @f, the first as a rank-0 tensor when
+        self.rank0, then the extra results self.extra ('$T' or 'i32',
+        made from values in scope)."""
         names = [v.name for v in values]
         types = ["$T"] * len(values)
         if self.rank0:
             t = self.fresh()
             r.emit(f"{t} = tensor.from_elements {names[0]} : tensor<$T>")
             names, types = [t], ["tensor<$T>"]
+        for t in self.extra:
+            v = self.combine(r, [self.operand(r)], 4.0)
+            if t == "i32":
+                i = self.fresh()
+                r.emit(f"{i} = arith.fptosi {v.name} : $T to i32")
+                v = Value(i, 4.0, elem="i32")
+            names.append(v.name)
+            types.append(t)
         r.emit(f"return {', '.join(names)} : {', '.join(types)}")
 
     def write_function(self, name, args, results, r):
@@ -2157,7 +2255,8 @@ class Generator:
         switches and early returns, each joining through block arguments."""
         self.statements(r, self.rng.randint(1, 2))
         for _ in range(segments):
-            kind = self.pick(["diamond", "loop", "switch", "return"])
+            kind = self.pick(["diamond", "loop", "return"] +
+                             ([] if self.blocked(r, "switch") else ["switch"]))
             self.note("cf_" + kind)
             getattr(self, "cf_" + kind)(r)
 
@@ -2288,7 +2387,7 @@ class Generator:
 
     # -- the differentiated function ----------------------------------------
 
-    def top(self, floats, indices, tensors):
+    def top(self, floats, indices, tensors, extra):
         """@f: calls (one callee from several places, an unused call),
         control flow, possibly unstructured, tensor arguments and tensor
         work (dynamic sizes from a size argument %d0, fixed per program);
@@ -2311,8 +2410,11 @@ class Generator:
         r = self.function_region(args, shapes)
         self.budget = 6
         self.rank0 = self.chance(0.3)
+        self.extra = extra
         if self.rank0:
             self.note("rank0_result")
+        if extra:
+            self.note("extra_results")
         if self.callees and self.chance(0.5):
             self.note("call_unused")
             self.call(r, results_used=False)
@@ -2335,7 +2437,7 @@ class Generator:
         self.ret(r, [self.result_of(r, 0)])
         r.lines[:0] = self.sized_entry()
         self.write_function("@$Pf", args,
-                            ["tensor<$T>" if self.rank0 else "$T"], r)
+                            ["tensor<$T>" if self.rank0 else "$T"] + extra, r)
         return args, shapes, fixed
 
 
@@ -2356,6 +2458,8 @@ class Program:
     args: list            # [(name, type)] of @f ('$T', 'index', tensors)
     shapes: dict          # tensor argument name -> Value (its shape)
     rank0: bool
+    extra: list           # types of @f's results after the first
+    cotangents: list      # the cotangent of each float result (forward)
     mode: str             # grad | value_and_grad | forward
     wrt: list             # positions of the differentiated arguments
     twice: bool           # forward mode: apply the pullback twice
@@ -2391,20 +2495,26 @@ def generate(seed, number, avoid):
         g.callees.append(g.helper(k))
     floats, indices = rng.randint(1, 3), rng.choice([0, 1, 1, 2])
     tensors = rng.choice([0, 0, 1, 2]) if g.tensor_rate else 0
-    args, shapes, fixed = g.top(floats, indices, tensors)
+    mode = rng.choice(["grad", "grad", "value_and_grad", "forward"])
+    extra = rng.choice([[], [], ["$T"], ["i32"], ["$T", "i32"], ["$T", "$T"]]) \
+        if mode == "forward" else []
+    args, shapes, fixed = g.top(floats, indices, tensors, extra)
     positions = [i for i, (_, t) in enumerate(args) if t != "index"]
     wrt = positions
     if len(positions) > 1 and rng.random() < 0.25:
         wrt = sorted(rng.sample(positions, rng.randint(1, len(positions) - 1)))
-    mode = rng.choice(["grad", "grad", "value_and_grad", "forward"])
+    cotangents = [1.0]
+    if mode == "forward":
+        cotangents = [2.0] + [rng.choice([0.5, -1.0, 0.0]) for t in extra
+                              if t == "$T"]
     points = [[argument_value(rng, name, t, shapes, fixed, elem)
                for name, t in args] for _ in range(2)]
     features = set(g.features) | {mode, elem}
     if wrt != positions:
         features.add("wrt")
     return Program(seed, number, elem, g.functions, args, shapes, g.rank0,
-                   mode, wrt, mode == "forward" and rng.random() < 0.5,
-                   points, features)
+                   extra, cotangents, mode, wrt,
+                   mode == "forward" and rng.random() < 0.5, points, features)
 
 
 def argument_value(rng, name, t, shapes, fixed, elem):
@@ -2466,6 +2576,24 @@ def print_result(lines, tag, value, rank0, elem):
     print_bits(lines, tag, value, elem)
 
 
+def result_names(prefix, p):
+    """SSA names of @f's results: the first, then the extra ones."""
+    return [prefix] + [f"{prefix}{k + 1}" for k in range(len(p.extra))]
+
+
+def print_results(lines, tag, names, p, elem):
+    """Prints @f's float results (the first may be a rank-0 tensor)."""
+    print_result(lines, tag, names[0], p.rank0, elem)
+    for k, (name, t) in enumerate(zip(names[1:], p.extra)):
+        if t == "$T":
+            print_bits(lines, f"{tag}{k + 1}", name, elem)
+
+
+def result_types(p, elem):
+    first = f"tensor<{elem}>" if p.rank0 else elem
+    return [first] + [t.replace("$T", elem) for t in p.extra]
+
+
 def ad_function(p, prefix):
     """@<prefix>run(args): prints the plain call, then the gradients (and
     primal, for value_and_grad and forward) of @f."""
@@ -2474,7 +2602,8 @@ def ad_function(p, prefix):
     header = ", ".join(f"{n}: {t}" for n, t in args)
     names = ", ".join(n for n, _ in args)
     types = ", ".join(t for _, t in args)
-    rtype = f"tensor<{e}>" if p.rank0 else e
+    rtypes = result_types(p, e)
+    rtype = ", ".join(rtypes)
     gtypes = ", ".join(args[i][1] for i in p.wrt)
     grads = [f"%g{i}" for i in p.wrt]
     wrt = ""
@@ -2484,30 +2613,35 @@ def ad_function(p, prefix):
     largest = max([max(v.shape, default=1) for v in p.shapes.values()] + [1])
     lines = [f"func.func @{prefix}run({header}) {{"]
     lines += [f"  %c{k} = arith.constant {k} : index" for k in range(largest)]
-    lines += [f"  %v = func.call {f}({names}) : ({types}) -> {rtype}"]
-    print_result(lines, "v", "%v", p.rank0, e)
+    lines += [f"  {', '.join(result_names('%v', p))} = func.call {f}({names})"
+              f" : ({types}) -> ({rtype})"]
+    print_results(lines, "v", result_names("%v", p), p, e)
     if p.mode == "grad":
         lines.append(f"  {', '.join(grads)} = ad.grad {f}({names}){wrt} : "
                      f"({types}) -> ({gtypes})")
     elif p.mode == "value_and_grad":
         lines.append(f"  %y, {', '.join(grads)} = ad.value_and_grad "
                      f"{f}({names}){wrt} : ({types}) -> ({rtype}, {gtypes})")
-        print_result(lines, "y", "%y", p.rank0, e)
+        print_results(lines, "y", ["%y"], p, e)
     else:
-        pb = f"!ad.pullback<({rtype}) -> ({gtypes})>"
-        lines.append(f"  %y, %pb = ad.forward {f}({names}){wrt} : "
-                     f"({types}) -> ({rtype}, {pb})")
-        print_result(lines, "y", "%y", p.rank0, e)
-        lines.append(f"  %dy0 = arith.constant 2.0 : {e}")
-        dy = "%dy0"
-        if p.rank0:
-            lines.append(f"  %dy = tensor.from_elements %dy0 : {rtype}")
-            dy = "%dy"
-        lines.append(f"  {', '.join(grads)} = ad.pullback %pb({dy}) : {pb}")
+        floats = [t for t in rtypes if t != "i32"]
+        pb = f"!ad.pullback<({', '.join(floats)}) -> ({gtypes})>"
+        lines.append(f"  {', '.join(result_names('%y', p))}, %pb = ad.forward "
+                     f"{f}({names}){wrt} : ({types}) -> ({rtype}, {pb})")
+        print_results(lines, "y", result_names("%y", p), p, e)
+        dys = []
+        for k, (c, t) in enumerate(zip(p.cotangents, floats)):
+            lines.append(f"  %dy{k}s = arith.constant {flit(c)} : {e}")
+            dys.append(f"%dy{k}s")
+            if t != e:
+                lines.append(f"  %dy{k} = tensor.from_elements %dy{k}s : {t}")
+                dys[-1] = f"%dy{k}"
+        lines.append(f"  {', '.join(grads)} = ad.pullback %pb("
+                     f"{', '.join(dys)}) : {pb}")
         if p.twice:
             again = [f"%q{i}" for i in p.wrt]
-            lines.append(f"  {', '.join(again)} = ad.pullback %pb({dy}) : "
-                         f"{pb}")
+            lines.append(f"  {', '.join(again)} = ad.pullback %pb("
+                         f"{', '.join(dys)}) : {pb}")
             for i in p.wrt:
                 print_gradient(lines, f"q{i}", f"%q{i}", p, i)
     for i in p.wrt:
@@ -2584,22 +2718,14 @@ def direction(p, j, i, size):
 
 def reference_module(programs):
     """The module evaluating each program's f64 twin at the points the
-    finite differences need (no ad op: upstream lowering only)."""
+    finite differences need (no ad op: upstream lowering only). It prints
+    the sum of @f's float results weighted by their cotangents."""
     parts, main = [], ["func.func @main() {"]
     for p in programs:
         prefix = f"p{p.number}_"
-        args = [(n, t.replace("$T", "f64")) for n, t in p.args]
-        header = ", ".join(f"{n}: {t}" for n, t in args)
-        names = ", ".join(n for n, _ in args)
-        types = ", ".join(t for _, t in args)
-        rtype = "tensor<f64>" if p.rank0 else "f64"
-        lines = [f"func.func @{prefix}eval({header}) {{",
-                 f"  %v = func.call @{prefix}f({names}) : ({types}) -> "
-                 f"{rtype}"]
-        print_result(lines, "=", "%v", p.rank0, "f64")
-        lines += ["  return", "}"]
-        parts += [p.text("f64", prefix), "\n".join(lines)]
-        for j, point in enumerate(p.points):
+        parts += [p.text("f64", prefix), evaluation_function(p, prefix)]
+        types = ", ".join(t.replace("$T", "f64") for _, t in p.args)
+        for j in range(len(p.points)):
             for m, q in enumerate(perturbations(p, j)):
                 cn = constants(main, f"r{p.number}_{j}_{m}", q, p, "f64")
                 main += [f'  vector.print str "{p.number} {j} {m} "',
@@ -2607,6 +2733,35 @@ def reference_module(programs):
                          f"{{no_inline}} : ({types}) -> ()"]
     main += ["  return", "}"]
     return "\n\n".join(parts + ["\n".join(main)]) + "\n"
+
+
+def evaluation_function(p, prefix):
+    """@<prefix>eval(args) of the reference: prints sum_k c_k f_k(args)."""
+    args = [(n, t.replace("$T", "f64")) for n, t in p.args]
+    header = ", ".join(f"{n}: {t}" for n, t in args)
+    names = ", ".join(n for n, _ in args)
+    types = ", ".join(t for _, t in args)
+    results = result_names("%v", p)
+    lines = [f"func.func @{prefix}eval({header}) {{",
+             f"  {', '.join(results)} = func.call @{prefix}f({names}) : "
+             f"({types}) -> ({', '.join(result_types(p, 'f64'))})"]
+    first = results[0]
+    if p.rank0:
+        lines.append(f"  {first}e = tensor.extract {first}[] : tensor<f64>")
+        first += "e"
+    floats = [first] + [v for v, t in zip(results[1:], p.extra) if t == "$T"]
+    total = None
+    for k, (v, c) in enumerate(zip(floats, p.cotangents)):
+        lines += [f"  %c{k} = arith.constant {flit(c)} : f64",
+                  f"  %w{k} = arith.mulf %c{k}, {v} : f64"]
+        if total is not None:
+            lines.append(f"  %s{k} = arith.addf {total}, %w{k} : f64")
+            total = f"%s{k}"
+        else:
+            total = f"%w{k}"
+    print_bits(lines, "=", total, "f64")
+    lines += ["  return", "}"]
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------
@@ -2751,17 +2906,19 @@ def check(p, ad, ref):
         if values is None or center is None:
             out.fail(RUNNER_FAILURE, f"point {j}: no output")
             continue
-        v = values["v"]
+        primal = [values[t] for t in float_tags("v", p)]
+        v = weighted(primal, p.cotangents)
         if not math.isfinite(center) or not math.isfinite(v):
             out.skipped += len(p.wrt)
             continue
         if p.elem == "f64" and v != center:
-            out.fail(WRONG_PRIMAL, f"point {j}: plain call {v!r} in the AD "
-                     f"module, {center!r} in the reference module")
-        if "y" in values and not close(values["y"], v,
-                                       PRIMAL_TOLERANCE[p.elem]):
-            out.fail(WRONG_PRIMAL, f"point {j}: {p.mode} primal "
-                     f"{values['y']!r}, plain call {v!r}")
+            out.fail(WRONG_PRIMAL, f"point {j}: plain call {primal} in the "
+                     f"AD module, {center!r} in the reference module")
+        for tag, x in zip(float_tags("y", p), primal):
+            if tag in values and not close(values[tag], x,
+                                           PRIMAL_TOLERANCE[p.elem]):
+                out.fail(WRONG_PRIMAL, f"point {j}: {p.mode} primal "
+                         f"{values[tag]!r}, plain call {x!r}")
         for k, i in enumerate(p.wrt):
             check_argument(out, p, j, k, i, values, ref)
     if out.kind == OK and out.checked == 0:
@@ -2774,8 +2931,7 @@ def check_argument(out, p, j, k, i, values, ref):
     point j: the directional derivative along the finite differences'
     step against them."""
     name = f"point {j} ({format_point(p, p.points[j])}) d{p.args[i][0]}"
-    scale = 2.0 if p.mode == "forward" else 1.0
-    g = [x / scale for x in gradient_of(values, f"g{i}", p, i)]
+    g = gradient_of(values, f"g{i}", p, i)
     if p.twice and gradient_of(values, f"q{i}", p, i) != \
             gradient_of(values, f"g{i}", p, i):
         out.fail(WRONG_GRADIENT, f"{name}: the pullback applied twice gives "
@@ -2806,6 +2962,20 @@ def check_argument(out, p, j, k, i, values, ref):
         out.fail(WRONG_GRADIENT, f"{name}: {what} {verdict}")
     else:
         out.checked += 1
+
+
+def float_tags(tag, p):
+    """The tags under which @f's float results are printed."""
+    return [tag] + [f"{tag}{k + 1}" for k, t in enumerate(p.extra)
+                    if t == "$T"]
+
+
+def weighted(values, weights):
+    """sum_k w_k v_k, in the order (and rounding) of evaluation_function."""
+    total = None
+    for v, w in zip(values, weights):
+        total = w * v if total is None else total + w * v
+    return total
 
 
 def flat(x):
@@ -2984,9 +3154,10 @@ def main():
                         help="programs per module")
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--keep-dir")
-    parser.add_argument("--build-dir", default=os.path.join(
+    parser.add_argument("--ad-opt", default=os.path.join(
         os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-        "build"))
+        "build", "bin", "ad-opt"), help="the ad-opt to test "
+        "(default: build/bin/ad-opt of this checkout)")
     parser.add_argument("--avoid", action="append", default=[],
                         choices=sorted(KNOWN_BUGS),
                         help="do not generate constructs that trigger this "
@@ -2999,7 +3170,7 @@ def main():
         sys.stdout.write(ad_module([generate(args.seed, args.print, avoid)]))
         return 0
     start = time.time()
-    ad_opt = os.path.join(args.build_dir, "bin", "ad-opt")
+    ad_opt = os.path.abspath(shutil.which(args.ad_opt) or args.ad_opt)
     numbers = range(args.first, args.first + args.count)
     programs = [generate(args.seed, n, avoid) for n in numbers]
     batches = [programs[k:k + args.batch]
