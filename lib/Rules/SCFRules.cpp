@@ -6,8 +6,8 @@
 // the loop-carried values and of the outer values the body reads.
 //
 // scf.if replays the recorded condition. Its forward version also yields the
-// scalars computed in each branch, so the adjoint can read them after the
-// branch (unused ones are removed by canonicalization).
+// values computed in its branches that the adjoint reads after the branch
+// (added once the adjoint is complete: ForwardEmitter::carryOutOnDemand).
 //
 //===----------------------------------------------------------------------===//
 
@@ -122,19 +122,6 @@ static SmallVector<Value> currentCotangents(ArrayRef<Value> values,
     cotangents.push_back(cotangent ? cotangent : emitter.getCotangent(value));
   }
   return cotangents;
-}
-
-/// What a branch not taken yields for a value another branch carries out
-/// (never read: the reverse sweep replays the branch taken): zero, or an
-/// uninitialized tensor.
-static Value placeholderOf(OpBuilder &b, Location loc, Type type) {
-  if (auto tensorType = dyn_cast<RankedTensorType>(type)) {
-    // Dynamic sizes are zero: an empty tensor of the same type.
-    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-    SmallVector<Value> sizes(tensorType.getNumDynamicDims(), zero);
-    return tensor::EmptyOp::create(b, loc, tensorType, sizes);
-  }
-  return arith::ConstantOp::create(b, loc, cast<TypedAttr>(b.getZeroAttr(type)));
 }
 
 /// Whether the trip counts of `loop` and of the loops around it cannot all
@@ -350,20 +337,6 @@ struct ForRule : ReverseRuleOpInterface::ExternalModel<ForRule, scf::ForOp> {
   }
 };
 
-/// Scalars and ranked tensors computed directly in forward block `block`
-/// (including what nested forward ops carry out), which the forward if
-/// carries out in turn. Those the adjoint does not read become unused
-/// results, which canonicalization removes.
-static SmallVector<Value> escapingValues(Block *block) {
-  SmallVector<Value> values;
-  for (Operation &op : *block)
-    for (Value result : op.getResults())
-      if (result.getType().isIntOrIndexOrFloat() ||
-          isa<RankedTensorType>(result.getType()))
-        values.push_back(result);
-  return values;
-}
-
 /// A new op like `original` (scf.if or scf.index_switch) choosing with
 /// `selector`, with results of `types` and one empty block per region.
 static Operation *createBranchOp(OpBuilder &b, Location loc, Operation *original,
@@ -393,10 +366,9 @@ static Value branchSelector(Operation *op) {
   return cast<scf::IndexSwitchOp>(op).getArg();
 }
 
-/// scf.if and scf.index_switch: the forward op also yields the scalars
-/// computed in each branch, so the adjoint can read them after the branch
-/// (unused ones are removed by canonicalization); the reverse op replays
-/// the recorded selector.
+/// scf.if and scf.index_switch: the forward op also yields the values
+/// computed in its branches that the adjoint reads after the branch; the
+/// reverse op replays the recorded selector.
 template <typename OpT>
 struct BranchRule
     : ReverseRuleOpInterface::ExternalModel<BranchRule<OpT>, OpT> {
@@ -407,9 +379,9 @@ struct BranchRule
     SmallVector<Value> tapes = emitter.getCarriedTapes(op);
     unsigned numBranches = op->getNumRegions();
 
-    // Emit every branch first: what they compute decides the result types.
+    // Emit every branch first: the tapes they carry decide the result types.
     Operation *draft = createBranchOp(b, loc, op, selector, TypeRange());
-    SmallVector<SmallVector<Value>> escaping(numBranches), branchTapes(numBranches);
+    SmallVector<SmallVector<Value>> branchTapes(numBranches);
     for (unsigned branch = 0; branch < numBranches; ++branch) {
       Region &original = op->getRegion(branch);
       Block *target = &draft->getRegion(branch).front();
@@ -419,16 +391,12 @@ struct BranchRule
       if (!original.empty() &&
           failed(emitter.emitOps(original.front(), /*withTerminator=*/false)))
         return failure();
-      escaping[branch] = escapingValues(target);
       branchTapes[branch] = emitter.getCarriedTapes(op);
     }
 
     SmallVector<Type> types(op->getResultTypes());
     for (Value tape : tapes)
       types.push_back(tape.getType());
-    for (ArrayRef<Value> values : escaping)
-      for (Value value : values)
-        types.push_back(value.getType());
     Operation *forward = createBranchOp(b, loc, op, selector, types);
     for (unsigned branch = 0; branch < numBranches; ++branch) {
       Region &target = forward->getRegion(branch);
@@ -442,10 +410,6 @@ struct BranchRule
         for (Value value : original.front().getTerminator()->getOperands())
           yields.push_back(emitter.lookup(value));
       llvm::append_range(yields, branchTapes[branch]);
-      for (unsigned other = 0; other < numBranches; ++other)
-        for (Value value : escaping[other])
-          yields.push_back(other == branch ? value
-                                           : placeholderOf(b, loc, value.getType()));
       scf::YieldOp::create(b, loc, yields);
     }
     draft->erase();
@@ -454,10 +418,7 @@ struct BranchRule
     emitter.mapResults(op, forward->getResults().take_front(numResults));
     emitter.setCarriedTapes(
         op, forward->getResults().slice(numResults, tapes.size()));
-    unsigned next = numResults + tapes.size();
-    for (ArrayRef<Value> values : escaping)
-      for (Value value : values)
-        emitter.mapEscape(value, forward->getResult(next++));
+    emitter.carryOutOnDemand(forward);
     return success();
   }
 

@@ -117,6 +117,19 @@ static OpBuilder builderAfterBoth(Value value, Value anchor) {
   return builder;
 }
 
+/// What a branch not taken yields for a value another branch carries out
+/// (never read: the reverse sweep replays the branch taken): zero, or an
+/// empty tensor (dynamic sizes zero).
+static Value placeholderOf(OpBuilder &b, Location loc, Type type) {
+  if (auto tensorType = dyn_cast<RankedTensorType>(type)) {
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    SmallVector<Value> sizes(tensorType.getNumDynamicDims(), zero);
+    return tensor::EmptyOp::create(b, loc, tensorType, sizes);
+  }
+  return arith::ConstantOp::create(b, loc,
+                                   cast<TypedAttr>(b.getZeroAttr(type)));
+}
+
 /// How many f64 slots of a growable tape's row a value of `type` takes: one
 /// for an index or a scalar of at most 64 bits (its bits, or its value
 /// extended to f64), one per element for a statically shaped tensor of such
@@ -208,7 +221,9 @@ public:
     return success();
   }
 
-  void mapEscape(Value inner, Value outer) override { escapes[inner] = outer; }
+  void carryOutOnDemand(Operation *forwardBranch) override {
+    onDemandBranches.insert(forwardBranch);
+  }
 
   FailureOr<OpBuilder>
   getLoopEntryBuilder(Operation *op, SmallVectorImpl<Value> &values) override {
@@ -407,12 +422,96 @@ public:
     return it == loopScopes.end() ? nullptr : &it->second;
   }
 
-  /// Where `value` (a forward value) can be read from outside the branches
-  /// that define it.
-  Value escape(Value value) const {
-    while (Value outer = escapes.lookup(value))
-      value = outer;
-    return value;
+  /// Where `value` (a forward value) can be read from outside the branch
+  /// ops that define it: a placeholder after each branch op it is defined
+  /// in directly, which finalizeEscapes turns into a result of that op.
+  Value escape(Value value) {
+    while (true) {
+      if (Value outer = escapes.lookup(value)) {
+        value = outer;
+        continue;
+      }
+      Operation *branch = value.getParentBlock()->getParentOp();
+      Type type = value.getType();
+      if (!onDemandBranches.contains(branch) ||
+          !(type.isIntOrIndexOrFloat() || isa<RankedTensorType>(type)))
+        return value;
+      OpBuilder b(branch->getContext());
+      b.setInsertionPointAfter(branch);
+      Value placeholder = ub::PoisonOp::create(b, value.getLoc(), type);
+      escapeRequests[branch].push_back({value, placeholder});
+      escapes[value] = placeholder;
+      value = placeholder;
+    }
+  }
+
+  /// Rebuilds each branch op with a value to carry out, with one more
+  /// result per value, and replaces the placeholders by those results.
+  /// Call once the forward function is complete.
+  void finalizeEscapes() {
+    // Outer branch ops first: an inner op's placeholder is yielded by the
+    // outer one, and replaced when the inner op is rebuilt in turn.
+    SmallVector<Operation *> branches;
+    for (auto &entry : escapeRequests)
+      branches.push_back(entry.first);
+    auto depth = [](Operation *op) {
+      unsigned levels = 0;
+      for (; op; op = op->getParentOp())
+        ++levels;
+      return levels;
+    };
+    llvm::stable_sort(branches, [&](Operation *a, Operation *b) {
+      return depth(a) < depth(b);
+    });
+    for (Operation *branch : branches)
+      carryOut(branch, escapeRequests[branch]);
+    escapeRequests.clear();
+  }
+
+  /// A value a branch op carries out, and the placeholder standing for it.
+  struct EscapeRequest {
+    Value value, placeholder;
+  };
+
+  /// Rebuilds `branch` with one more result per request.
+  static void carryOut(Operation *branch,
+                       MutableArrayRef<EscapeRequest> requests) {
+    OpBuilder b(branch);
+    Location loc = branch->getLoc();
+    unsigned numResults = branch->getNumResults();
+    OperationState state(loc, branch->getName());
+    state.addOperands(branch->getOperands());
+    state.addAttributes(llvm::to_vector(branch->getDiscardableAttrs()));
+    state.propertiesAttr = branch->getPropertiesAsAttribute();
+    state.addTypes(branch->getResultTypes());
+    for (EscapeRequest &request : requests)
+      state.addTypes(request.value.getType());
+    for (unsigned i = 0; i < branch->getNumRegions(); ++i)
+      state.addRegion();
+    Operation *rebuilt = b.create(state);
+    for (auto [index, region] : llvm::enumerate(branch->getRegions())) {
+      Region &target = rebuilt->getRegion(index);
+      target.takeBody(region);
+      if (target.empty())
+        continue;
+      Block &block = target.front();
+      Operation *terminator = block.getTerminator();
+      OpBuilder yieldBuilder(terminator);
+      SmallVector<Value> carried;
+      for (EscapeRequest &request : requests)
+        carried.push_back(request.value.getParentBlock() == &block
+                              ? request.value
+                              : placeholderOf(yieldBuilder, loc,
+                                              request.value.getType()));
+      terminator->insertOperands(terminator->getNumOperands(), carried);
+    }
+    branch->replaceAllUsesWith(rebuilt->getResults().take_front(numResults));
+    for (auto [index, request] : llvm::enumerate(requests)) {
+      request.placeholder.replaceAllUsesWith(
+          rebuilt->getResult(numResults + index));
+      request.placeholder.getDefiningOp()->erase();
+    }
+    branch->erase();
   }
 
   /// A buffer of `scope.capacity` elements, filled with `value` at each
@@ -565,6 +664,9 @@ private:
   Block *entry;
   DenseMap<Block *, Block *> originalOf;
   DenseMap<Value, Value> escapes;
+  /// Branch ops that carry out what the adjoint reads, and what it reads.
+  llvm::SmallPtrSet<Operation *, 8> onDemandBranches;
+  llvm::MapVector<Operation *, SmallVector<EscapeRequest>> escapeRequests;
   /// Ops the memory-write check has looked at.
   llvm::DenseSet<Operation *> memoryChecked;
   DenseMap<Block *, ForwardLoopScope> loopScopes;
@@ -1087,6 +1189,7 @@ DerivativeGenerator::generate(func::FuncOp callee, ArrayRef<int64_t> wrt) {
   forwardFunction.setType(FunctionType::get(
       callee.getContext(), type.getInputs(),
       ValueRange(forwardResults).getTypes()));
+  forward.finalizeEscapes();
 
   DerivativeFunctions functions;
   functions.forward = forwardFunction;
@@ -1209,6 +1312,7 @@ DerivativeGenerator::generateRecursive(func::FuncOp callee,
     forwardResults.push_back(forward.lookup(returned));
   forwardResults.append({tape.buffer, tape.nextRow});
   func::ReturnOp::create(forwardBuilder, terminator->getLoc(), forwardResults);
+  forward.finalizeEscapes();
 
   // Entry points for callers outside the recursion: a fresh tape, row 0.
   {

@@ -75,10 +75,13 @@ public:
   /// Emits the ops of `original`, a block of an active region op, at the
   /// builder's insertion point (the terminator too if `withTerminator`).
   virtual LogicalResult emitOps(Block &original, bool withTerminator) = 0;
-  /// Records that forward value `inner`, defined inside a region, is also
-  /// available as `outer` after the region op (a result that carries it out),
-  /// so that the adjoint can read it.
-  virtual void mapEscape(Value inner, Value outer) = 0;
+  /// Declares `forwardBranch`, a region op the rule emitted whose regions
+  /// each hold one block and run at most once (scf.if, scf.index_switch),
+  /// able to carry out the scalars and ranked tensors defined directly in
+  /// its blocks: once the adjoint is complete, the op is rebuilt with one
+  /// more result per such value the adjoint reads (the other regions yield
+  /// a placeholder), and nothing else is carried out.
+  virtual void carryOutOnDemand(Operation *forwardBranch) = 0;
   /// A builder before the outermost loop enclosing the insertion point (at
   /// the insertion point outside loops), where per-iteration tapes are
   /// allocated. Fails with a diagnostic at `op` when one of `values` is not
