@@ -117,17 +117,28 @@ static OpBuilder builderAfterBoth(Value value, Value anchor) {
   return builder;
 }
 
+/// Whether a branch op can carry a value of `type` out: scalars, ranked
+/// tensors, and buffers with the identity layout (the tape of a recursive
+/// callee).
+static bool canCarryOut(Type type) {
+  auto memrefType = dyn_cast<MemRefType>(type);
+  return type.isIntOrIndexOrFloat() || isa<RankedTensorType>(type) ||
+         (memrefType && memrefType.getLayout().isIdentity());
+}
+
 /// What a branch not taken yields for a value another branch carries out
 /// (never read: the reverse sweep replays the branch taken): zero, or an
-/// empty tensor (dynamic sizes zero).
+/// empty tensor or buffer (dynamic sizes zero).
 static Value placeholderOf(OpBuilder &b, Location loc, Type type) {
-  if (auto tensorType = dyn_cast<RankedTensorType>(type)) {
-    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-    SmallVector<Value> sizes(tensorType.getNumDynamicDims(), zero);
-    return tensor::EmptyOp::create(b, loc, tensorType, sizes);
-  }
-  return arith::ConstantOp::create(b, loc,
-                                   cast<TypedAttr>(b.getZeroAttr(type)));
+  auto shapedType = dyn_cast<ShapedType>(type);
+  if (!shapedType)
+    return arith::ConstantOp::create(b, loc,
+                                     cast<TypedAttr>(b.getZeroAttr(type)));
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  SmallVector<Value> sizes(shapedType.getNumDynamicDims(), zero);
+  if (auto memrefType = dyn_cast<MemRefType>(type))
+    return memref::AllocOp::create(b, loc, memrefType, sizes);
+  return tensor::EmptyOp::create(b, loc, cast<RankedTensorType>(type), sizes);
 }
 
 /// How many f64 slots of a growable tape's row a value of `type` takes: one
@@ -433,8 +444,7 @@ public:
       }
       Operation *branch = value.getParentBlock()->getParentOp();
       Type type = value.getType();
-      if (!onDemandBranches.contains(branch) ||
-          !(type.isIntOrIndexOrFloat() || isa<RankedTensorType>(type)))
+      if (!onDemandBranches.contains(branch) || !canCarryOut(type))
         return value;
       OpBuilder b(branch->getContext());
       b.setInsertionPointAfter(branch);
