@@ -9,6 +9,7 @@
 #include "ad/IR/ADInterfaces.h"
 
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/Transforms/InliningUtils.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -23,6 +24,18 @@ namespace mlir::ad {
 void attachBuiltinCotangentModels(MLIRContext *context);
 } // namespace mlir::ad
 
+namespace {
+/// Every ad op can be inlined: requests name their callee by symbol, and a
+/// closure inlined with the function that makes and applies it stays in
+/// one function.
+struct ADInlinerInterface : public DialectInlinerInterface {
+  using DialectInlinerInterface::DialectInlinerInterface;
+  bool isLegalToInline(Operation *, Region *, bool, IRMapping &) const final {
+    return true;
+  }
+};
+} // namespace
+
 void ADDialect::initialize() {
   addTypes<
 #define GET_TYPEDEF_LIST
@@ -32,6 +45,7 @@ void ADDialect::initialize() {
 #define GET_OP_LIST
 #include "ad/IR/ADOps.cpp.inc"
       >();
+  addInterfaces<ADInlinerInterface>();
   attachBuiltinCotangentModels(getContext());
 }
 

@@ -20,6 +20,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/Transforms/RegionUtils.h"
 
 #include <array>
@@ -66,12 +67,10 @@ static Value tripCount(OpBuilder &b, Location loc, scf::ForOp loop, Value lb,
       boundsAsIndices(b, loc, loop, lb, ub, step);
   bool isUnsigned = loop.getUnsignedCmp();
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  // Once ub > lb, ub - lb is exact as an unsigned number even where it
+  // overflows as a signed one (bounds 2^62 apart on either side of zero).
   Value diff = arith::SubIOp::create(b, loc, ubIndex, lbIndex);
-  Value count = isUnsigned
-                    ? arith::CeilDivUIOp::create(b, loc, diff, stepIndex)
-                          .getResult()
-                    : arith::CeilDivSIOp::create(b, loc, diff, stepIndex)
-                          .getResult();
+  Value count = arith::CeilDivUIOp::create(b, loc, diff, stepIndex);
   Value runs = arith::CmpIOp::create(
       b, loc,
       isUnsigned ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::sgt,
@@ -152,6 +151,39 @@ static bool needsGrowableTape(scf::ForOp loop) {
   return false;
 }
 
+/// In a recursive function every loop takes one row of the recursion's tape
+/// per iteration, and the rows of what runs inside an iteration (another
+/// loop, a recursive call) would interleave with them, where the reverse
+/// loop expects its rows one after the other. Such loops are reported.
+static LogicalResult checkRowsDoNotInterleave(Operation *loop,
+                                              ForwardEmitter &emitter) {
+  if (!emitter.inRecursion())
+    return success();
+  Operation *inner = nullptr;
+  loop->walk([&](Operation *op) {
+    if (op == loop)
+      return WalkResult::advance();
+    auto call = dyn_cast<func::CallOp>(op);
+    auto callee = call ? SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+                             call, call.getCalleeAttr())
+                       : func::FuncOp();
+    if (isa<LoopLikeOpInterface>(op) ||
+        (callee && emitter.isSameRecursion(callee))) {
+      inner = op;
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (!inner)
+    return success();
+  InFlightDiagnostic diag = loop->emitError(
+      "cannot differentiate this loop yet: in a recursive function, a loop "
+      "may not run another loop or a recursive call (their tape rows would "
+      "interleave with the loop's)");
+  diag.attachNote(inner->getLoc()) << "this runs inside the loop";
+  return diag;
+}
+
 struct ForRule : ReverseRuleOpInterface::ExternalModel<ForRule, scf::ForOp> {
   bool usesGrowableTape(Operation *op) const {
     return needsGrowableTape(cast<scf::ForOp>(op));
@@ -162,6 +194,8 @@ struct ForRule : ReverseRuleOpInterface::ExternalModel<ForRule, scf::ForOp> {
   /// iteration.
   LogicalResult emitForwardWithRows(scf::ForOp loop,
                                     ForwardEmitter &emitter) const {
+    if (failed(checkRowsDoNotInterleave(loop, emitter)))
+      return failure();
     OpBuilder &b = emitter.getBuilder();
     Location loc = loop.getLoc();
     Value lb = emitter.lookup(loop.getLowerBound());
@@ -520,6 +554,8 @@ struct WhileRule
 
   LogicalResult emitForward(Operation *op, ForwardEmitter &emitter) const {
     auto loop = cast<scf::WhileOp>(op);
+    if (failed(checkRowsDoNotInterleave(op, emitter)))
+      return failure();
     OpBuilder &b = emitter.getBuilder();
     Location loc = loop.getLoc();
     // The carried tapes: this loop's (buffer, next row) first, then those

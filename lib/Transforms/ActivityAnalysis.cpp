@@ -6,7 +6,8 @@
 // operand varies every result and every region argument of the op, a varied
 // terminator operand varies the parent's results and region arguments, and
 // any varied value read inside a region varies the results of every op
-// around the use; a
+// around the use up to the first region branch op (whose results come from
+// its terminators only); a
 // useful result or region argument makes every operand of the op and every
 // value used inside its regions useful. Over-approximating activity costs
 // work, never correctness.
@@ -16,6 +17,7 @@
 #include "ad/Transforms/ActivityAnalysis.h"
 #include "ad/IR/ADInterfaces.h"
 
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
 
 using namespace mlir;
@@ -36,6 +38,21 @@ static void appendDefinedByRegionOp(Operation *op,
       llvm::append_range(values, block.getArguments());
 }
 
+/// Whether values leave the regions of `op` only as operands of their
+/// terminators: a region branch op whose blocks end in region branch
+/// terminators (scf.for, scf.if, scf.while; not scf.forall, whose
+/// terminator holds tensor.parallel_insert_slice ops).
+static bool passesThroughTerminators(Operation *op) {
+  if (!isa<RegionBranchOpInterface>(op))
+    return false;
+  for (Region &region : op->getRegions())
+    for (Block &block : region)
+      if (block.empty() ||
+          !isa<RegionBranchTerminatorOpInterface>(block.back()))
+        return false;
+  return true;
+}
+
 void ActivityAnalysis::propagateVaried(func::FuncOp function,
                                        ArrayRef<int64_t> wrt) {
   SmallVector<Value> worklist;
@@ -53,10 +70,13 @@ void ActivityAnalysis::propagateVaried(func::FuncOp function,
       if (user->hasTrait<OpTrait::IsTerminator>() && parent &&
           parent != function)
         appendDefinedByRegionOp(parent, worklist);
-      // Any other route out of a region (scf.forall's
+      // Region branch ops (scf.for, scf.if, ...) pass values out through
+      // their terminators only. Any other route out of a region (scf.forall's
       // tensor.parallel_insert_slice) is unknown here: every op around a
-      // use is varied, so it is differentiated or reported, never skipped.
-      for (; parent && parent != function; parent = parent->getParentOp()) {
+      // use, up to the first region branch op, is varied, so it is
+      // differentiated or reported, never skipped.
+      for (; parent && parent != function && !passesThroughTerminators(parent);
+           parent = parent->getParentOp()) {
         if (!enclosingVaried.insert(parent).second)
           break;
         llvm::append_range(worklist, parent->getResults());

@@ -576,7 +576,7 @@ private:
     bool active = activity.isActive(&op);
     auto rule = dyn_cast<ReverseRuleOpInterface>(&op);
     if (active && !rule) {
-      if (isa<ADDialect>(op.getDialect()))
+      if (isa_and_nonnull<ADDialect>(op.getDialect()))
         generator.emitError(&op, "cannot differentiate a function that "
                                  "itself takes derivatives (higher-order "
                                  "derivatives are not supported yet)");

@@ -135,6 +135,9 @@ public:
     while (!requests.empty()) {
       for (Operation *request : requests)
         failedAny |= failed(rewrite(request));
+      // A request that failed stays where it is: do not try it again.
+      if (failedAny)
+        break;
       requests.clear();
       for (Operation &op : *scratch->getBody()) {
         auto symbol = dyn_cast<SymbolOpInterface>(op);
@@ -150,6 +153,11 @@ public:
 private:
   LogicalResult rewrite(Operation *request) {
     auto calleeAttr = request->getAttrOfType<FlatSymbolRefAttr>("callee");
+    Operation *table = SymbolTable::getNearestSymbolTable(request);
+    if (table != module.getOperation() && table != scratch->getOperation())
+      return request->emitError()
+             << "cannot differentiate " << calleeAttr
+             << " yet: requests are supported in the top-level module only";
     auto callee = scratchSymbols.lookup<func::FuncOp>(calleeAttr.getAttr());
     if (!callee)
       return request->emitError()

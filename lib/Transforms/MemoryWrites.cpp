@@ -21,11 +21,10 @@ using namespace mlir;
 using namespace mlir::ad;
 
 /// Whether `op` reads, as an operand or from inside its regions, a varied
-/// value of differentiable type.
+/// value. Of any type: a buffer or vector holding floats, or an integer
+/// holding a float's bits (arith.bitcast), carries the derivative as well.
 static bool readsVaried(Operation *op, MemoryWriteCheck::VariedFn isVaried) {
-  auto varied = [&](Value value) {
-    return isVaried(value) && isDifferentiableType(value.getType());
-  };
+  auto varied = [&](Value value) { return isVaried(value); };
   if (llvm::any_of(op->getOperands(), varied))
     return true;
   if (op->getNumRegions() == 0)
@@ -42,7 +41,7 @@ static std::pair<SymbolRefAttr, OperandRange> calleeOf(Operation *op) {
   if (auto call = dyn_cast<CallOpInterface>(op))
     return {dyn_cast<SymbolRefAttr>(call.getCallableForCallee()),
             call.getArgOperands()};
-  if (isa<ADDialect>(op->getDialect()))
+  if (isa_and_nonnull<ADDialect>(op->getDialect()))
     if (auto callee = op->getAttrOfType<FlatSymbolRefAttr>("callee"))
       return {callee, op->getOperands()};
   return {SymbolRefAttr(), op->getOperands().take_front(0)};
@@ -59,7 +58,8 @@ bool MemoryWriteCheck::writesVaried(Operation *op, VariedFn isVaried) {
     // Nested ops speak for a region op with recursive effects; an op that
     // declares nothing may do anything.
     if (op->hasTrait<OpTrait::HasRecursiveMemoryEffects>() ||
-        isa<FunctionOpInterface>(op) || isa<ADDialect>(op->getDialect()))
+        isa<FunctionOpInterface>(op) ||
+        isa_and_nonnull<ADDialect>(op->getDialect()))
       return false;
     return readsVaried(op, isVaried);
   }
@@ -88,7 +88,7 @@ Operation *MemoryWriteCheck::findWrite(Operation *op, VariedFn isVaried,
     auto [symbol, arguments] = calleeOf(nested);
     SmallVector<int64_t> positions;
     for (auto [position, argument] : llvm::enumerate(arguments))
-      if (isVaried(argument) && isDifferentiableType(argument.getType()))
+      if (isVaried(argument))
         positions.push_back(position);
     if (positions.empty())
       return WalkResult::advance();

@@ -68,8 +68,13 @@ bool mlir::ad::needsLoopNest(linalg::GenericOp generic) {
   bool reduces = llvm::any_of(generic.getIteratorTypesArray(), [](auto type) {
     return type == utils::IteratorType::reduction;
   });
-  if (!reduces)
-    return false;
+  if (!reduces) {
+    // A "parallel" generic whose output map drops a loop writes an element
+    // from several iterations: it is a reduction in fact, run in order.
+    return llvm::any_of(generic.getDpsInitsMutable(), [&](OpOperand &init) {
+      return !generic.getMatchingIndexingMap(&init).isPermutation();
+    });
+  }
   for (unsigned index = 0; index < generic.getNumDpsInits(); ++index)
     if (!combinesBySumOrSelect(generic, index))
       return true;

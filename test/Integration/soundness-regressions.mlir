@@ -167,6 +167,39 @@ func.func @inner_square(%x: f64) -> f64 {
   return %y : f64
 }
 
+// A signed i64 loop whose ub - lb overflows (bounds 1.5 * 2^62 on either
+// side of zero, step as large: two iterations): x^3, derivative 3 x^2.
+// The bounds are arguments, so nothing folds them.
+func.func @huge_signed_bounds(%x: f64, %lb: i64, %ub: i64, %st: i64) -> f64 {
+  %r = scf.for %i = %lb to %ub step %st iter_args(%s = %x) -> (f64) : i64 {
+    %m = arith.mulf %s, %x : f64
+    scf.yield %m : f64
+  }
+  return %r : f64
+}
+
+// A generic labelled parallel whose output map drops a loop, summing into
+// its output: a reduction in fact. out[0] = 1 + sin x + x^2, derivative
+// cos x + 2x.
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @mislabelled_parallel(%x: f64) -> f64 {
+  %a = math.sin %x : f64
+  %b = arith.mulf %x, %x : f64
+  %m = tensor.from_elements %a, %b, %x, %a : tensor<2x2xf64>
+  %one = arith.constant 1.0 : f64
+  %i = tensor.splat %one : tensor<2xf64>
+  %r = linalg.generic {indexing_maps = [#id2, #row], iterator_types = ["parallel", "parallel"]}
+      ins(%m : tensor<2x2xf64>) outs(%i : tensor<2xf64>) {
+  ^bb0(%u: f64, %p: f64):
+    %s = arith.addf %p, %u : f64
+    linalg.yield %s : f64
+  } -> tensor<2xf64>
+  %c0 = arith.constant 0 : index
+  %e = tensor.extract %r[%c0] : tensor<2xf64>
+  return %e : f64
+}
+
 func.func private @printMemrefF64(tensor<*xf64>)
 
 func.func @main() {
@@ -234,5 +267,29 @@ func.func @main() {
   %gg = ad.grad @uses_inner_grad(%x) : (f64) -> f64
   vector.print str "nested "
   vector.print %gg : f64
+
+  // 1.1^3 = 1.331, 3 * 1.1^2 = 3.63.
+  // CHECK: huge bounds 1.331 3.63
+  %lb = arith.constant -6917529027641081856 : i64
+  %ub = arith.constant 6917529027641081856 : i64
+  %h, %gh = func.call @huge_bounds_grad(%x, %lb, %ub, %ub) : (f64, i64, i64, i64) -> (f64, f64)
+  vector.print str "huge bounds "
+  vector.print %h : f64 punctuation <no_punctuation>
+  vector.print str " "
+  vector.print %gh : f64
+
+  // 1 + sin 1.1 + 1.21 = 3.10120736, cos 1.1 + 2.2 = 2.65359612.
+  // CHECK: mislabelled 3.10121 2.6536
+  %ml, %gml = ad.value_and_grad @mislabelled_parallel(%x) : (f64) -> (f64, f64)
+  vector.print str "mislabelled "
+  vector.print %ml : f64 punctuation <no_punctuation>
+  vector.print str " "
+  vector.print %gml : f64
   return
+}
+
+// Not inlined into @main, where the bounds would become constants.
+func.func @huge_bounds_grad(%x: f64, %lb: i64, %ub: i64, %st: i64) -> (f64, f64) attributes {no_inline} {
+  %v, %g = ad.value_and_grad @huge_signed_bounds(%x, %lb, %ub, %st) : (f64, i64, i64, i64) -> (f64, f64)
+  return %v, %g : f64, f64
 }

@@ -400,3 +400,119 @@ func.func @caller(%x: f64, %n: index) -> f64 {
   %g = ad.grad @loop_calls_rec(%x, %n) : (f64, index) -> f64
   return %g : f64
 }
+
+// -----
+
+// A recursive function whose loop runs another loop: their rows in the
+// recursion's tape would interleave.
+func.func @rec_nest(%x: f64, %n: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  // expected-error @+1 {{cannot differentiate this loop yet: in a recursive function, a loop may not run another loop or a recursive call}}
+  %p = scf.for %i = %c0 to %c2 step %c1 iter_args(%a = %x) -> (f64) {
+    // expected-note @+1 {{this runs inside the loop}}
+    %q = scf.for %j = %c0 to %c2 step %c1 iter_args(%b = %a) -> (f64) {
+      %s = math.sin %b : f64
+      scf.yield %s : f64
+    }
+    scf.yield %q : f64
+  }
+  %done = arith.cmpi eq, %n, %c0 : index
+  %r = scf.if %done -> (f64) {
+    scf.yield %p : f64
+  } else {
+    %m = arith.subi %n, %c1 : index
+    %t = func.call @rec_nest(%p, %m) : (f64, index) -> f64
+    scf.yield %t : f64
+  }
+  return %r : f64
+}
+
+func.func @caller(%x: f64, %n: index) -> f64 {
+  %g = ad.grad @rec_nest(%x, %n) : (f64, index) -> f64
+  return %g : f64
+}
+
+// -----
+
+// Buffers, vectors and integers holding a float's bits carry its derivative
+// through memory as well.
+func.func @copy_buffer(%x: f64) -> f64 {
+  %t = tensor.from_elements %x : tensor<1xf64>
+  %m = bufferization.to_buffer %t : tensor<1xf64> to memref<1xf64>
+  %d = memref.alloca() : memref<1xf64>
+  // expected-error @+1 {{cannot differentiate through memory: 'memref.copy' writes a value that depends on a differentiated argument}}
+  memref.copy %m, %d : memref<1xf64> to memref<1xf64>
+  %c0 = arith.constant 0 : index
+  %l = memref.load %d[%c0] : memref<1xf64>
+  return %l : f64
+}
+
+func.func @caller(%x: f64) -> f64 {
+  // expected-note @+1 {{while differentiating this call of @copy_buffer}}
+  %g = ad.grad @copy_buffer(%x) : (f64) -> f64
+  return %g : f64
+}
+
+// -----
+
+func.func @store_bits(%x: f64) -> f64 {
+  %i = arith.bitcast %x : f64 to i64
+  %m = memref.alloca() : memref<1xi64>
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{cannot differentiate through memory: 'memref.store' writes a value that depends on a differentiated argument}}
+  memref.store %i, %m[%c0] : memref<1xi64>
+  %l = memref.load %m[%c0] : memref<1xi64>
+  %y = arith.bitcast %l : i64 to f64
+  %r = arith.mulf %y, %x : f64
+  return %r : f64
+}
+
+func.func @caller(%x: f64) -> f64 {
+  // expected-note @+1 {{while differentiating this call of @store_bits}}
+  %g = ad.grad @store_bits(%x) : (f64) -> f64
+  return %g : f64
+}
+
+// -----
+
+// A request inherited by a generated function that fails is reported once
+// (the rewriting of inherited requests stops).
+func.func @stores_arg(%x: f64) -> f64 {
+  %m = memref.alloca() : memref<f64>
+  // expected-error @+1 {{cannot differentiate through memory: 'memref.store'}}
+  memref.store %x, %m[] : memref<f64>
+  %l = memref.load %m[] : memref<f64>
+  return %l : f64
+}
+
+func.func @inherits(%x: f64, %y: f64) -> f64 {
+  // expected-note @+1 {{while differentiating this call of @stores_arg}}
+  %g = ad.grad @stores_arg(%y) : (f64) -> f64
+  %r = arith.mulf %x, %g : f64
+  return %r : f64
+}
+
+func.func @caller(%x: f64, %y: f64) -> f64 {
+  %g = ad.grad @inherits(%x, %y) {wrt = array<i64: 0>} : (f64, f64) -> f64
+  return %g : f64
+}
+
+// -----
+
+// Requests inside a nested module are not supported yet.
+func.func @outside() {
+  return
+}
+
+module @inner {
+  func.func @f(%x: f64) -> f64 {
+    return %x : f64
+  }
+  func.func @caller(%x: f64) -> f64 {
+    // expected-error @+1 {{cannot differentiate @f yet: requests are supported in the top-level module only}}
+    %g = ad.grad @f(%x) : (f64) -> f64
+    return %g : f64
+  }
+}

@@ -28,7 +28,7 @@ public:
   /// Whether a value depends on a differentiated argument.
   using VariedFn = function_ref<bool(Value)>;
 
-  /// The op that may write a varied value of differentiable type to memory,
+  /// The op that may write a varied value (of any type) to memory,
   /// among `op` and the ops nested in it (ops in `skip` and their nested
   /// ops excepted; every op looked at is added to `skip`), or, for a call,
   /// the op in its callee; null when there is none. `via` receives the
