@@ -12,7 +12,11 @@
 # the generated rule tests (utils/generate_rule_tests.py), which repeat what
 # the small tests cover, one function per rule, and cost 1-8 s per
 # execution under ASan (the two 450 KB tensor tests take 40-50 s and
-# 2.4 GB, beyond -timeout=10), which would starve the fuzzer. The corpus the
+# 2.4 GB, beyond -timeout=10), which would starve the fuzzer. Then
+# FUZZ_GENERATED_SEEDS (default 60) random programs of
+# utils/fuzz_gradients.py (`--print N`, seed 1): well-formed programs mixing
+# every construct the README claims, which mutations of the hand-written
+# tests rarely reach. The corpus the
 # fuzzer grows is kept across runs. One process (the machine has 2 cores):
 # libFuzzer's fork mode with one worker, so that a crash, timeout or OOM is
 # recorded in the artifact directory and fuzzing goes on (FUZZ_KEEP_GOING=0
@@ -23,6 +27,7 @@
 #   FUZZ_WORK    seeds/, corpus/, artifacts/ and logs (default $FUZZ_BUILD/fuzz)
 #   FUZZ_ARGS    extra libFuzzer flags
 #   FUZZ_MAX_SEED_BYTES  largest seed chunk used (default 32768, 0: all)
+#   FUZZ_GENERATED_SEEDS programs of utils/fuzz_gradients.py added (default 60)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${FUZZ_BUILD:-"$root/build-fuzzer"}
@@ -38,6 +43,8 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:symbol
 
 if [ "${1:-}" = "--minimize" ]; then
   shift
+  # Reproduce everything, including the known upstream crash ad-fuzz skips.
+  export AD_FUZZ_NO_SKIP=1
   out=${FUZZ_CRASH_DIR:-/tmp/fuzz-crashes}
   mkdir -p "$out"
   for crash in "$@"; do
@@ -60,8 +67,23 @@ mkdir -p "$work/corpus" "$work/artifacts"
 rm -rf "$work/seeds"
 read -r count largest skipped < <(/usr/bin/python3 "$root/tools/ad-fuzz/split-seeds.py" \
   --max-bytes "${FUZZ_MAX_SEED_BYTES:-32768}" "$work/seeds" "$root/test" "$root/examples")
+generator="$root/utils/fuzz_gradients.py"
+generated=0
+if [ -f "$generator" ] && [ "${FUZZ_GENERATED_SEEDS:-60}" -gt 0 ]; then
+  for n in $(seq 1 "${FUZZ_GENERATED_SEEDS:-60}"); do
+    if /usr/bin/python3 "$generator" --seed 1 --print "$n" > "$work/seeds/generated-$n" 2>/dev/null \
+        && [ -s "$work/seeds/generated-$n" ]; then
+      size=$(wc -c < "$work/seeds/generated-$n")
+      [ "$size" -gt "$largest" ] && largest=$size
+      generated=$((generated + 1))
+    else
+      rm -f "$work/seeds/generated-$n"
+    fi
+  done
+fi
+count=$((count + generated))
 maxlen=$(( largest > 4096 ? largest : 4096 ))
-echo "seeds: $count (largest $largest bytes; $skipped larger ones left out), -max_len=$maxlen"
+echo "seeds: $count ($generated generated; largest $largest bytes; $skipped larger test chunks left out), -max_len=$maxlen"
 
 keepgoing=()
 if [ "${FUZZ_KEEP_GOING:-1}" = 1 ]; then
