@@ -153,12 +153,16 @@ KNOWN_BUGS = {
         "'cannot keep a value of type memref<?xf64> ...' for a call of "
         "another recursive function inside a recursive function",
     "loop-nest-in-recursion":
-        "wrong gradients (or a crash at run time) for a product reduction "
-        "or a gather over a tensor of rank >= 2 inside a recursive function "
-        "(both become loop nests before differentiation)",
+        "a loop nest inside a recursive function (a loop in a loop, a call "
+        "in a loop of a function that runs loops, which is inlined, or a "
+        "product reduction or a gather, which become loop nests): wrong "
+        "gradients or a crash at run time over rank >= 2 tensors, 'cannot "
+        "differentiate this loop yet: in a recursive function, a loop may "
+        "not run another loop' since",
     "rank-reducing-unit-slice":
         "upstream crash in expand-strided-metadata (SubViewOp::"
-        "getDroppedDims) on a rank-reducing extract_slice of sizes all 1",
+        "getDroppedDims) on a rank-reducing extract_slice dropping one of "
+        "several size-1 dimensions",
 }
 
 LLVM_BIN = "/usr/lib/llvm-22/bin"
@@ -286,11 +290,13 @@ def flit(value):
 class Callee:
     """A generated function others may call: its argument types in order
     ('$T' arguments are bounded by 2, 'index' ones by 5), float results
-    with their bounds; whether it runs a recursion or a loop nest made of a
-    product reduction or a gather (itself or through its callees)."""
+    with their bounds; whether it runs a loop, a recursion, a loop nest (a
+    loop in a loop, a product reduction, a gather), itself or through its
+    callees."""
     name: str
     types: list
     bounds: list
+    loops: bool = False
     recursive: bool = False
     nests: bool = False
 
@@ -557,6 +563,7 @@ class Generator:
         self.budget = 0
         self.rank0 = False
         self.extra = []
+        self.runs_loop = False
         self.runs_recursion = False
         self.runs_nest = False
         self.tensor_rate = 0
@@ -587,11 +594,16 @@ class Generator:
         """Whether `construct` is ruled out in region r: by a limitation
         the README documents (a recursive callee inside a loop of a
         non-recursive function), or by a known bug named in self.avoid
-        ("call" of `callee`; "switch": an scf.index_switch or cf.switch;
-        "unit_slice": a rank-reducing slice of sizes all 1; "nest": a
-        product reduction or a gather, which become loop nests)."""
+        ("call" of `callee`; "loop"; "switch": an scf.index_switch or
+        cf.switch; "unit_slice": a rank-reducing slice with several sizes 1;
+        "nest": a product reduction or a gather, which become loop
+        nests)."""
         context, avoid = r.context, self.avoid
         recursive = callee is not None and callee.recursive
+        in_loop = "loop" in context
+        nest = construct == "nest" or (construct == "loop" and in_loop) or (
+            callee is not None and
+            (callee.nests or (in_loop and (callee.loops or recursive))))
         return any([
             recursive and "loop" in context and "recursion" not in context,
             "index-switch-bufferization" in avoid and construct == "switch"
@@ -600,7 +612,7 @@ class Generator:
             "recursive-callee-in-recursion" in avoid and recursive and
             "recursion" in context,
             "loop-nest-in-recursion" in avoid and "recursion" in context and
-            (construct == "nest" or (callee is not None and callee.nests)),
+            nest,
         ])
 
     def allows(self, r, callee):
@@ -776,13 +788,14 @@ class Generator:
         the function's budget) a call, control flow or tensor work."""
         weights = {"elementwise": 10}
         if r.depth < 3 and self.budget > 0:
+            loops = 0 if self.blocked(r, "loop") else 1
             weights.update({
                 "call": 2 if any(self.allows(r, c) for c in self.callees)
                 else 0,
-                "scf_if": 1, "scf_for": 1, "scf_while": 1,
+                "scf_if": 1, "scf_for": loops, "scf_while": loops,
                 "index_switch": 0 if self.blocked(r, "switch") else 1,
                 "tensor_work": 3 * self.tensor_rate,
-                "tensor_loop": self.tensor_rate,
+                "tensor_loop": loops * self.tensor_rate,
                 "tensor_if": self.tensor_rate})
         kind = self.weighted({k: (w,) for k, w in weights.items()})
         if kind != "elementwise":
@@ -794,7 +807,9 @@ class Generator:
         callee = callee or self.pick(c for c in self.callees
                                      if self.allows(r, c))
         self.runs_recursion |= callee.recursive
-        self.runs_nest |= callee.nests
+        self.runs_loop |= callee.loops
+        self.runs_nest |= callee.nests or (
+            "loop" in r.context and (callee.loops or callee.recursive))
         args = [self.limit(r, self.operand(r), 2.0).name if t == "$T"
                 else self.small_index(r) for t in callee.types]
         names = [self.fresh() for _ in callee.bounds]
@@ -879,8 +894,15 @@ class Generator:
         bound = max(s.bound, e.bound / (1 - abs(a)))
         return self.bin(r, "arith.addf", half, e, bound)
 
+    def enter_loop(self, r):
+        """Records that the function runs a loop (a nest when r is already
+        in one)."""
+        self.runs_loop = True
+        self.runs_nest |= "loop" in r.context
+
     def scf_for(self, r):
         self.note("scf.for")
+        self.enter_loop(r)
         lower, upper, step = self.loop_bounds(r)
         inits = [self.limit(r, self.operand(r), 2.0)
                  for _ in range(self.pick([1, 1, 2, 3]))]
@@ -947,6 +969,7 @@ class Generator:
         """A while loop counting to an index, or growing a value past a
         limit that depends on the data (at most 12 iterations)."""
         self.note("scf.while")
+        self.enter_loop(r)
         counting = bool(r.indices) and self.chance(0.4)
         carried = [self.limit(r, self.operand(r), 2.0)
                    for _ in range(self.pick([1, 2]))]
@@ -1465,7 +1488,7 @@ class Generator:
         before differentiation, so its adjoint is a scatter-add."""
         if self.blocked(r, "nest"):
             return None
-        self.runs_nest = True
+        self.runs_loop = self.runs_nest = True
         rank = len(t.shape)
         idx = [self.fresh("%i") for _ in range(rank)]
         b = r.child()
@@ -1570,7 +1593,7 @@ class Generator:
             offsets.append(offset), sizes.append(size), strides.append(stride)
         shape = tuple(sizes)
         drop = [k for k, s in enumerate(shape) if s == 1]
-        if set(shape) == {1} and self.blocked(r, "unit_slice"):
+        if len(drop) > 1 and self.blocked(r, "unit_slice"):
             drop = []
         if drop and len(shape) > 1 and self.chance(0.5):
             self.note("rank_reducing_slice")
@@ -1763,6 +1786,7 @@ class Generator:
                 "min": 1.0e30}[kind]
         self.note("reduction_" + kind)
         self.runs_nest |= kind == "product"
+        self.runs_loop |= kind == "product"
         return kind, op, init
 
     def reduction_init(self, r, kind, init, shape, dynamic):
@@ -1958,6 +1982,7 @@ class Generator:
         form = self.pick(["contract", "insert"] +
                          (["matvec"] if len(shape) == 1 else []))
         self.note("tensor_loop_" + form)
+        self.enter_loop(r)
         lower = self.index(r, 0)
         if form == "insert":
             upper = self.index(r, shape[0])
@@ -1973,7 +1998,8 @@ class Generator:
         if form == "insert":
             self.statements(body, self.rng.randint(1, 2))
             s = self.limit(body, self.operand(body), 2.0)
-            idx = ", ".join([iv] + [self.index(body, 0)] * (len(shape) - 1))
+            rest = [self.index(body, 0)] if len(shape) > 1 else []
+            idx = ", ".join([iv] + rest)
             nxt = carried.like(self.fresh(), 2.0)
             body.emit(f"{nxt.name} = tensor.insert {s.name} into "
                       f"{carried.name}[{idx}] : {carried.type}")
@@ -2100,7 +2126,7 @@ class Generator:
         unstructured (cf), or recursive."""
         kind = self.pick(["straight", "straight", "cf", "recursive"])
         name = f"@$Ph{number}"
-        self.runs_recursion = self.runs_nest = False
+        self.runs_loop = self.runs_recursion = self.runs_nest = False
         if kind == "recursive":
             return self.recursive(name)
         args = self.signature(self.rng.randint(1, 3), self.pick([0, 0, 1]))
@@ -2119,7 +2145,7 @@ class Generator:
         self.ret(r, results)
         self.write_function(name, args, ["$T"] * len(results), r)
         return Callee(name, [t for _, t in args], [v.bound for v in results],
-                      self.runs_recursion, self.runs_nest)
+                      self.runs_loop, self.runs_recursion, self.runs_nest)
 
     def recursive(self, name):
         """x -> base(x) at depth 0, else combine(x, self(step(x), n - 1));
@@ -2136,8 +2162,8 @@ class Generator:
         self.recursion_step(name, partner, floats, calls, decrement=True)
         if kind == "mutual":
             self.recursion_step(partner, name, floats, 1, decrement=False)
-        return Callee(name, ["$T"] * floats + ["index"], [3.0], True,
-                      self.runs_nest)
+        return Callee(name, ["$T"] * floats + ["index"], [3.0],
+                      self.runs_loop, True, self.runs_nest)
 
     def recursion_step(self, name, target, floats, calls, decrement):
         """One function of a recursion over %n: the base case when n == 0
@@ -2247,7 +2273,8 @@ class Generator:
             f"({types}) -> $T",
             "  return %r : $T",
             "}"]))
-        return Callee(wrapper, ["$T"] * floats, [3.0], True, self.runs_nest)
+        return Callee(wrapper, ["$T"] * floats, [3.0], self.runs_loop, True,
+                      self.runs_nest)
 
     # -- unstructured control flow ------------------------------------------
 
@@ -2256,7 +2283,8 @@ class Generator:
         switches and early returns, each joining through block arguments."""
         self.statements(r, self.rng.randint(1, 2))
         for _ in range(segments):
-            kind = self.pick(["diamond", "loop", "return"] +
+            kind = self.pick(["diamond", "return"] +
+                             ([] if self.blocked(r, "loop") else ["loop"]) +
                              ([] if self.blocked(r, "switch") else ["switch"]))
             self.note("cf_" + kind)
             getattr(self, "cf_" + kind)(r)
@@ -2297,6 +2325,7 @@ class Generator:
     def cf_loop(self, r):
         """A block loop over i < upper (and, sometimes, while the first
         carried value stays below a limit)."""
+        self.enter_loop(r)
         carried = [self.limit(r, self.operand(r), 2.0)
                    for _ in range(self.pick([1, 2]))]
         zero, one = self.index(r, 0), self.index(r, 1)
@@ -2462,6 +2491,7 @@ class Program:
     wrt: list             # positions of the differentiated arguments
     twice: bool           # forward mode: apply the pullback twice
     points: list          # [[value per argument]]
+    avoid: frozenset      # the --avoid flags it was generated with
     features: set = field(default_factory=set)
 
     @property
@@ -2512,7 +2542,8 @@ def generate(seed, number, avoid):
         features.add("wrt")
     return Program(seed, number, elem, g.functions, args, shapes, g.rank0,
                    extra, cotangents, mode, wrt,
-                   mode == "forward" and rng.random() < 0.5, points, features)
+                   mode == "forward" and rng.random() < 0.5, points,
+                   frozenset(avoid), features)
 
 
 def argument_value(rng, name, t, shapes, fixed, elem):
@@ -3118,8 +3149,11 @@ def keep(outcome, directory):
     """Writes a failing program, with what went wrong, to `directory`."""
     p = outcome.program
     name = f"seed{p.seed}-{p.number}-{outcome.kind.split()[-1].lower()}.mlir"
-    header = [f"// utils/fuzz_gradients.py --seed {p.seed}: program "
-              f"{p.number} ({p.elem}), {outcome.kind}",
+    flags = "".join(f" --avoid {a}" for a in sorted(p.avoid))
+    header = [f"// Program {p.number} ({p.elem}, {p.mode}) of seed {p.seed}: "
+              f"{outcome.kind}",
+              f"// Again: utils/fuzz_gradients.py --seed {p.seed} --print "
+              f"{p.number}{flags}",
               "// features: " + ", ".join(sorted(p.features))]
     header += ["// " + line for d in outcome.details
                for line in d.splitlines()]
