@@ -152,13 +152,6 @@ KNOWN_BUGS = {
     "recursive-callee-in-recursion":
         "'cannot keep a value of type memref<?xf64> ...' for a call of "
         "another recursive function inside a recursive function",
-    "loop-nest-in-recursion":
-        "a loop nest inside a recursive function (a loop in a loop, a call "
-        "in a loop of a function that runs loops, which is inlined, or a "
-        "product reduction or a gather, which become loop nests): wrong "
-        "gradients or a crash at run time over rank >= 2 tensors, 'cannot "
-        "differentiate this loop yet: in a recursive function, a loop may "
-        "not run another loop' since",
     "rank-reducing-unit-slice":
         "upstream crash in expand-strided-metadata (SubViewOp::"
         "getDroppedDims) on a rank-reducing extract_slice dropping one of "
@@ -593,11 +586,12 @@ class Generator:
     def blocked(self, r, construct, callee=None):
         """Whether `construct` is ruled out in region r: by a limitation
         the README documents (a recursive callee inside a loop of a
-        non-recursive function), or by a known bug named in self.avoid
-        ("call" of `callee`; "loop"; "switch": an scf.index_switch or
-        cf.switch; "unit_slice": a rank-reducing slice with several sizes 1;
-        "nest": a product reduction or a gather, which become loop
-        nests)."""
+        non-recursive function; inside a recursive function, a loop that
+        runs another loop or a recursive call), or by a known bug named in
+        self.avoid. Constructs: "call" of `callee`; "loop"; "nest": a
+        product reduction or a gather over a rank >= 2 tensor, which
+        become loop nests; "switch": an scf.index_switch or cf.switch;
+        "unit_slice": a rank-reducing slice with several sizes 1."""
         context, avoid = r.context, self.avoid
         recursive = callee is not None and callee.recursive
         in_loop = "loop" in context
@@ -606,13 +600,12 @@ class Generator:
             (callee.nests or (in_loop and (callee.loops or recursive))))
         return any([
             recursive and "loop" in context and "recursion" not in context,
+            "recursion" in context and nest,
             "index-switch-bufferization" in avoid and construct == "switch"
             and self.tensor_rate > 0,
             "rank-reducing-unit-slice" in avoid and construct == "unit_slice",
             "recursive-callee-in-recursion" in avoid and recursive and
             "recursion" in context,
-            "loop-nest-in-recursion" in avoid and "recursion" in context and
-            nest,
         ])
 
     def allows(self, r, callee):
@@ -1486,10 +1479,11 @@ class Generator:
         positions computed from its indices (a permuted gather with
         repeats), times an input of t's shape: written as a loop nest
         before differentiation, so its adjoint is a scatter-add."""
-        if self.blocked(r, "nest"):
-            return None
-        self.runs_loop = self.runs_nest = True
         rank = len(t.shape)
+        if self.blocked(r, "nest" if rank > 1 else "loop"):
+            return None
+        self.enter_loop(r)
+        self.runs_nest |= rank > 1
         idx = [self.fresh("%i") for _ in range(rank)]
         b = r.child()
         b.floats = [v for v in r.floats if v.type == "$T"]
@@ -1773,20 +1767,21 @@ class Generator:
         r.floats.append(v)
         return v
 
-    def combiner(self, r):
-        """(name, op, init value) of a reduction (a product becomes a loop
-        nest before differentiation)."""
+    def combiner(self, r, rank):
+        """(name, op, init value) of a reduction of a rank `rank` tensor (a
+        product becomes a loop nest before differentiation)."""
+        construct = "nest" if rank > 1 else "loop"
         kind = self.pick(["sum", "sum", "max", "min"] +
-                         (["product"] if not self.blocked(r, "nest")
-                          else []))
+                         ([] if self.blocked(r, construct) else ["product"]))
         op = {"sum": "arith.addf", "product": "arith.mulf",
               "max": self.pick(["arith.maximumf", "arith.maxnumf"]),
               "min": self.pick(["arith.minimumf", "arith.minnumf"])}[kind]
         init = {"sum": 0.0, "product": 1.0, "max": -1.0e30,
                 "min": 1.0e30}[kind]
         self.note("reduction_" + kind)
-        self.runs_nest |= kind == "product"
-        self.runs_loop |= kind == "product"
+        if kind == "product":
+            self.enter_loop(r)
+            self.runs_nest |= rank > 1
         return kind, op, init
 
     def reduction_init(self, r, kind, init, shape, dynamic):
@@ -1813,7 +1808,7 @@ class Generator:
         kept = [k for k in range(rank) if k not in dims]
         shape = tuple(t.shape[k] for k in kept)
         dynamic = tuple(t.dynamic[k] for k in kept)
-        kind, op, init = self.combiner(r)
+        kind, op, init = self.combiner(r, rank)
         out = self.reduction_init(r, kind, init, shape, dynamic)
         a = Value(self.fresh("%a"), t.bound)
         if kind == "product":
