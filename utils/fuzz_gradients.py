@@ -122,7 +122,7 @@ from fractions import Fraction
 
 # Checking (see the module docstring for the reasons).
 TOLERANCE = {"f64": 1e-6, "f32": 1e-3}
-SKIP_TOLERANCE = {"f64": 1e-7, "f32": 1e-7}
+SKIP_TOLERANCE = 1e-7
 PRIMAL_TOLERANCE = {"f64": 1e-12, "f32": 1e-5}
 F32_DIVERGENCE = 1e-4
 FLOOR = 0.01
@@ -132,7 +132,7 @@ STEP = 1e-5
 WRONG_GRADIENT = "WRONG GRADIENT"
 WRONG_PRIMAL = "WRONG PRIMAL"
 CRASH = "ad-opt CRASH"
-TIMEOUT_KIND = "TIMEOUT"
+TIMED_OUT = "TIMEOUT"
 DIAGNOSTIC = "ad-opt DIAGNOSTIC"
 INVALID_IR = "INVALID IR"
 RUNNER_FAILURE = "RUNNER FAILURE"
@@ -140,7 +140,7 @@ REFERENCE_FAILURE = "REFERENCE FAILURE"
 SKIPPED = "skipped"
 OK = "ok"
 FAILURES = [WRONG_GRADIENT, WRONG_PRIMAL, CRASH, DIAGNOSTIC, INVALID_IR,
-            RUNNER_FAILURE, TIMEOUT_KIND, REFERENCE_FAILURE]
+            RUNNER_FAILURE, TIMED_OUT, REFERENCE_FAILURE]
 
 # Constructs that trigger known bugs, by the name --avoid takes (see
 # Generator.blocked for what each one rules out).
@@ -1317,7 +1317,8 @@ class Generator:
     def named(self, r, op, ins, out, bound, kind=""):
         """linalg.<op> ins(...) outs(out) -> out's type."""
         name = self.fresh()
-        r.emit(f"{name} = linalg.{op}{kind} ins({', '.join(v.name for v in ins)}"
+        operands = ", ".join(v.name for v in ins)
+        r.emit(f"{name} = linalg.{op}{kind} ins({operands}"
                f" : {', '.join(v.type for v in ins)}) outs({out.name} : "
                f"{out.type}) -> {out.type}")
         self.note("linalg." + op)
@@ -2519,8 +2520,10 @@ def generate(seed, number, avoid):
     floats, indices = rng.randint(1, 3), rng.choice([0, 1, 1, 2])
     tensors = rng.choice([0, 0, 1, 2]) if g.tensor_rate else 0
     mode = rng.choice(["grad", "grad", "value_and_grad", "forward"])
-    extra = rng.choice([[], [], ["$T"], ["i32"], ["$T", "i32"], ["$T", "$T"]]) \
-        if mode == "forward" else []
+    extra = []
+    if mode == "forward":
+        extra = rng.choice([[], [], ["$T"], ["i32"], ["$T", "i32"],
+                            ["$T", "$T"]])
     args, shapes, fixed = g.top(floats, indices, tensors, extra)
     positions = [i for i, (_, t) in enumerate(args) if t != "index"]
     wrt = positions
@@ -2844,7 +2847,7 @@ def classify_ad_opt(run):
     """The outcome of an ad-opt failure and its message."""
     message = first_error(run.stderr)
     if run.returncode == -1000:
-        return TIMEOUT_KIND, f"ad-opt took more than {TIMEOUT} s"
+        return TIMED_OUT, f"ad-opt took more than {TIMEOUT} s"
     if run.returncode < 0 or re.search(
             r"Assertion|Stack dump|PLEASE submit|Segmentation|LLVM ERROR",
             run.stderr):
@@ -2982,7 +2985,7 @@ def check_argument(out, p, j, k, i, values, ref):
         gi * float(Fraction(a) - Fraction(b))
         for gi, a, b in zip(g, flat(steps[2][i]), flat(steps[3][i]))) / (h / 2)
     verdict, error = compare_gradient(ad_derivative, fd1, fd2,
-                                      TOLERANCE[p.elem], p.elem)
+                                      TOLERANCE[p.elem])
     if verdict is None:
         out.skipped += 1
     elif verdict:
@@ -3030,12 +3033,12 @@ def positions(shape):
     return out
 
 
-def compare_gradient(derivative, fd1, fd2, tol, elem):
+def compare_gradient(derivative, fd1, fd2, tol):
     """(verdict, relative error): verdict None to skip (fd1 and fd2, at
     steps h and h/4, disagree), '' when the derivative from AD matches
     Richardson's extrapolation of the two, else what was expected."""
     scale = max(abs(fd2), FLOOR)
-    if abs(fd1 - fd2) > SKIP_TOLERANCE[elem] * scale:
+    if abs(fd1 - fd2) > SKIP_TOLERANCE * scale:
         return None, 0.0
     reference = fd2 + (fd2 - fd1) / 15
     error = abs(derivative - reference) / max(abs(reference), FLOOR)
@@ -3069,7 +3072,8 @@ class Runner:
                                   parse_reference_output(ref.stdout))
         if len(programs) == 1:
             o = Outcome(programs[0])
-            o.fail(REFERENCE_FAILURE, f"{ref.stage}: {first_error(ref.stderr)}")
+            o.fail(REFERENCE_FAILURE,
+                   f"{ref.stage}: {first_error(ref.stderr)}")
             return [o]
         return [o for p in programs for o in self.batch([p])]
 
@@ -3115,7 +3119,7 @@ class Runner:
         if len(programs) == 1:
             o = Outcome(programs[0])
             if ad.returncode == -1000:
-                o.fail(TIMEOUT_KIND, f"mlir-runner took more than {TIMEOUT} s")
+                o.fail(TIMED_OUT, f"mlir-runner took more than {TIMEOUT} s")
             else:
                 o.fail(RUNNER_FAILURE, f"exit {ad.returncode}: "
                        f"{first_error(ad.stderr)}")
