@@ -168,9 +168,17 @@ def ADLegalizeForBufferizationPass : Pass<"ad-legalize-for-bufferization"> {
     built from the `output_shape` operands). Upstream
     `expand-strided-metadata` (LLVM 22) crashes on the `memref.expand_shape`
     such an op bufferizes to (llvm/llvm-project#186830, fixed in LLVM 23).
+    Rewrites an `scf.index_switch` with tensor results into a chain of
+    `scf.if` (one per case, the default last): upstream one-shot
+    bufferization (LLVM 22) lets a later op write into a buffer such a
+    switch yields while it is still read (the same code with `scf.if` is
+    bufferized correctly), which made gradients through an
+    `scf.index_switch` wrong.
     Run before bufferization.
   }];
-  let dependentDialects = ["::mlir::tensor::TensorDialect"];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 
 def ADLegalizeForLLVMPass : Pass<"ad-legalize-for-llvm"> {

@@ -77,10 +77,59 @@ static bool hasGroupWithTwoDynamicSizes(tensor::ExpandShapeOp expand) {
                       });
 }
 
+/// Rewrites `op` as a chain of scf.if, one per case, the default last.
+static void rewriteAsIfChain(scf::IndexSwitchOp op) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  TypeRange types = op.getResultTypes();
+  Region *elseRegion = nullptr;
+  scf::IfOp outermost;
+  for (auto [value, region] : llvm::zip(op.getCases(), op.getCaseRegions())) {
+    if (elseRegion) {
+      Block *block = b.createBlock(elseRegion);
+      b.setInsertionPointToStart(block);
+    }
+    Value key = arith::ConstantIndexOp::create(b, loc, value);
+    Value matches = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                          op.getArg(), key);
+    auto ifOp = scf::IfOp::create(b, loc, types, matches,
+                                  /*withElseRegion=*/false);
+    ifOp.getThenRegion().takeBody(region);
+    if (elseRegion)
+      scf::YieldOp::create(b, loc, ifOp.getResults());
+    else
+      outermost = ifOp;
+    elseRegion = &ifOp.getElseRegion();
+  }
+  if (!outermost) {
+    // No case: the default region alone.
+    auto ifOp = scf::IfOp::create(b, loc, types,
+                                  arith::ConstantIntOp::create(b, loc, 1, 1),
+                                  /*withElseRegion=*/false);
+    ifOp.getThenRegion().takeBody(op.getDefaultRegion());
+    op.replaceAllUsesWith(ifOp.getResults());
+    op.erase();
+    return;
+  }
+  elseRegion->takeBody(op.getDefaultRegion());
+  op.replaceAllUsesWith(outermost.getResults());
+  op.erase();
+}
+
 struct ADLegalizeForBufferizationPass
     : mlir::ad::impl::ADLegalizeForBufferizationPassBase<
           ADLegalizeForBufferizationPass> {
   void runOnOperation() override {
+    // One-shot bufferization (LLVM 22) may write into a buffer an
+    // scf.index_switch yields while it is still read; scf.if is right.
+    SmallVector<scf::IndexSwitchOp> switches;
+    getOperation()->walk([&](scf::IndexSwitchOp op) {
+      if (llvm::any_of(op.getResultTypes(), llvm::IsaPred<TensorType>))
+        switches.push_back(op);
+    });
+    for (scf::IndexSwitchOp op : switches)
+      rewriteAsIfChain(op);
+
     SmallVector<tensor::ExpandShapeOp> expands;
     getOperation()->walk([&](tensor::ExpandShapeOp expand) {
       if (hasGroupWithTwoDynamicSizes(expand))

@@ -134,6 +134,41 @@ func.func @recursive_call_in_branch(%x: f64, %n: index) -> f64 {
   }
   return %r : f64
 }
+// An scf.index_switch whose pullback yields one zero tensor from several
+// cases: one-shot bufferization (LLVM 22) wrote into that buffer while it
+// was still read, a wrong gradient. Closed form 1/b - a 2x / b^2 with
+// a = x + 0.2, b = x^2 + 0.5 at x = 0.6: -0.135208 (case 0), 1.00054
+// (case 3, the other element).
+func.func @switch_shared_zero(%x: f64, %n: index) -> f64 {
+  %sp = tensor.splat %x : tensor<2xf64>
+  %off = arith.constant dense<[-0.5, 0.2]> : tensor<2xf64>
+  %a = arith.addf %sp, %off : tensor<2xf64>
+  %h = arith.constant dense<0.5> : tensor<2xf64>
+  %e = tensor.empty() : tensor<2xf64>
+  %b0 = linalg.generic {indexing_maps = [affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%x : f64) outs(%e : tensor<2xf64>) {
+  ^bb0(%in: f64, %o: f64):
+    %m = arith.mulf %in, %in : f64
+    linalg.yield %m : f64
+  } -> tensor<2xf64>
+  %b = arith.addf %b0, %h : tensor<2xf64>
+  %e2 = tensor.empty() : tensor<2xf64>
+  %d = linalg.div ins(%a, %b : tensor<2xf64>, tensor<2xf64>) outs(%e2 : tensor<2xf64>) -> tensor<2xf64>
+  %k0 = arith.constant 0 : index
+  %k1 = arith.constant 1 : index
+  %v = tensor.extract %d[%k1] : tensor<2xf64>
+  %r = scf.index_switch %n -> f64
+  case 0 {
+    scf.yield %v : f64
+  }
+  case 3 {
+    %z = tensor.extract %d[%k0] : tensor<2xf64>
+    scf.yield %z : f64
+  }
+  default {
+    scf.yield %v : f64
+  }
+  return %r : f64
+}
 func.func @run(%x: f64, %n: index) {
   // CHECK: 1.372
   %g0 = ad.grad @taped_loop_in_branch(%x, %n) : (f64, index) -> f64
@@ -157,6 +192,19 @@ func.func @run(%x: f64, %n: index) {
   // CHECK-NEXT: 1
   %g5 = ad.grad @recursive_call_in_branch(%x, %three) : (f64, index) -> f64
   vector.print %g5 : f64
+  %x06 = arith.constant 0.6 : f64
+  %zero = arith.constant 0 : index
+  // CHECK-NEXT: -0.135208
+  %g6 = ad.grad @switch_shared_zero(%x06, %zero) : (f64, index) -> f64
+  vector.print %g6 : f64
+  // CHECK-NEXT: 1.00054
+  %g7 = ad.grad @switch_shared_zero(%x06, %three) : (f64, index) -> f64
+  vector.print %g7 : f64
+  // The same bufferization problem without any ad op: 7000 + 1.
+  // CHECK-NEXT: 7001
+  %a57 = arith.constant dense<[5.0, 7.0]> : tensor<2xf64>
+  %s = func.call @switch_buffers(%zero, %a57) {no_inline} : (index, tensor<2xf64>) -> f64
+  vector.print %s : f64
   return
 }
 
@@ -165,4 +213,54 @@ func.func @main() {
   %n = arith.constant 1 : index
   func.call @run(%x, %n) {no_inline} : (f64, index) -> ()
   return
+}
+
+// sum(a * t) * 1000 + sum(t), t = [0, 1] for n = 0.
+#sw_id = affine_map<(d0) -> (d0)>
+#sw_sc = affine_map<(d0) -> ()>
+func.func @switch_buffers(%n: index, %a: tensor<2xf64>) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f64
+  %one = arith.constant 1.0 : f64
+  %e0 = tensor.empty() : tensor<2xf64>
+  %z = linalg.fill ins(%zero : f64) outs(%e0 : tensor<2xf64>) -> tensor<2xf64>
+  %s:2 = scf.index_switch %n -> f64, tensor<2xf64>
+  case 3 {
+    %i = tensor.insert %one into %z[%c0] : tensor<2xf64>
+    scf.yield %zero, %i : f64, tensor<2xf64>
+  }
+  default {
+    scf.yield %one, %z : f64, tensor<2xf64>
+  }
+  %old = tensor.extract %s#1[%c1] : tensor<2xf64>
+  %new = arith.addf %old, %s#0 : f64
+  %t = tensor.insert %new into %s#1[%c1] : tensor<2xf64>
+  %e = tensor.empty() : tensor<2xf64>
+  %p = linalg.generic {indexing_maps = [#sw_id, #sw_id, #sw_id], iterator_types = ["parallel"]} ins(%a, %t : tensor<2xf64>, tensor<2xf64>) outs(%e : tensor<2xf64>) {
+  ^bb0(%x: f64, %y: f64, %o: f64):
+    %m = arith.mulf %x, %y : f64
+    linalg.yield %m : f64
+  } -> tensor<2xf64>
+  %e1 = tensor.empty() : tensor<f64>
+  %f1 = linalg.fill ins(%zero : f64) outs(%e1 : tensor<f64>) -> tensor<f64>
+  %sp = linalg.generic {indexing_maps = [#sw_id, #sw_sc], iterator_types = ["reduction"]} ins(%p : tensor<2xf64>) outs(%f1 : tensor<f64>) {
+  ^bb0(%x: f64, %o: f64):
+    %q = arith.addf %o, %x : f64
+    linalg.yield %q : f64
+  } -> tensor<f64>
+  %e2 = tensor.empty() : tensor<f64>
+  %f2 = linalg.fill ins(%zero : f64) outs(%e2 : tensor<f64>) -> tensor<f64>
+  %st = linalg.generic {indexing_maps = [#sw_id, #sw_sc], iterator_types = ["reduction"]} ins(%t : tensor<2xf64>) outs(%f2 : tensor<f64>) {
+  ^bb0(%x: f64, %o: f64):
+    %q = arith.addf %o, %x : f64
+    linalg.yield %q : f64
+  } -> tensor<f64>
+  %a1 = tensor.extract %sp[] : tensor<f64>
+  %a2 = tensor.extract %st[] : tensor<f64>
+  // sum(a * t) * 1000 + sum(t): with n = 0, t = [0, 1], a = [5, 7]: 7000 + 1
+  %k = arith.constant 1000.0 : f64
+  %a1k = arith.mulf %a1, %k : f64
+  %r = arith.addf %a1k, %a2 : f64
+  return %r : f64
 }

@@ -22,3 +22,58 @@ func.func @one_dynamic(%t: tensor<?x?xf64>, %a: index, %b: index) -> tensor<?x?x
   %e = tensor.expand_shape %t [[0], [1, 2]] output_shape [%a, %b, 2] : tensor<?x?xf64> into tensor<?x?x2xf64>
   return %e : tensor<?x?x2xf64>
 }
+
+// -----
+
+// An scf.index_switch with tensor results becomes a chain of scf.if, one per
+// case, the default last (one-shot bufferization of LLVM 22 mishandles the
+// switch's yielded buffers).
+// CHECK-LABEL: func.func @switch
+// CHECK-SAME: (%[[N:.*]]: index, %[[A:.*]]: tensor<2xf64>, %[[B:.*]]: tensor<2xf64>)
+// CHECK: %[[C0:.*]] = arith.constant 0 : index
+// CHECK: %[[IS0:.*]] = arith.cmpi eq, %[[N]], %[[C0]] : index
+// CHECK: %[[R:.*]] = scf.if %[[IS0]] -> (tensor<2xf64>) {
+// CHECK: scf.yield %[[A]]
+// CHECK: } else {
+// CHECK: %[[C3:.*]] = arith.constant 3 : index
+// CHECK: %[[IS3:.*]] = arith.cmpi eq, %[[N]], %[[C3]] : index
+// CHECK: %[[INNER:.*]] = scf.if %[[IS3]] -> (tensor<2xf64>) {
+// CHECK: scf.yield %[[B]]
+// CHECK: } else {
+// CHECK: tensor.empty
+// CHECK: }
+// CHECK: scf.yield %[[INNER]]
+// CHECK: }
+// CHECK-NOT: scf.index_switch
+// CHECK: return %[[R]]
+func.func @switch(%n: index, %a: tensor<2xf64>, %b: tensor<2xf64>) -> tensor<2xf64> {
+  %r = scf.index_switch %n -> tensor<2xf64>
+  case 0 {
+    scf.yield %a : tensor<2xf64>
+  }
+  case 3 {
+    scf.yield %b : tensor<2xf64>
+  }
+  default {
+    %e = tensor.empty() : tensor<2xf64>
+    scf.yield %e : tensor<2xf64>
+  }
+  return %r : tensor<2xf64>
+}
+
+// -----
+
+// A switch of scalars bufferizes correctly: left alone.
+// CHECK-LABEL: func.func @scalar_switch
+// CHECK: scf.index_switch
+func.func @scalar_switch(%n: index, %a: f64) -> f64 {
+  %r = scf.index_switch %n -> f64
+  case 1 {
+    scf.yield %a : f64
+  }
+  default {
+    %z = arith.constant 0.0 : f64
+    scf.yield %z : f64
+  }
+  return %r : f64
+}
