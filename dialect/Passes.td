@@ -174,6 +174,10 @@ def ADLegalizeForBufferizationPass : Pass<"ad-legalize-for-bufferization"> {
     switch yields while it is still read (the same code with `scf.if` is
     bufferized correctly), which made gradients through an
     `scf.index_switch` wrong.
+    Rewrites a strided `tensor.extract_slice` that drops unit dimensions
+    into the slice that keeps them followed by a `tensor.collapse_shape`:
+    `expand-strided-metadata` (LLVM 22) crashes on the rank-reducing
+    strided subview it bufferizes to.
     Run before bufferization.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",

@@ -77,6 +77,44 @@ static bool hasGroupWithTwoDynamicSizes(tensor::ExpandShapeOp expand) {
                       });
 }
 
+/// Whether `slice` drops dimensions and has a stride other than one.
+static bool isStridedRankReducing(tensor::ExtractSliceOp slice) {
+  return slice.getResultType().getRank() < slice.getSourceType().getRank() &&
+         llvm::any_of(slice.getMixedStrides(), [](OpFoldResult stride) {
+           return !isConstantIntValue(stride, 1);
+         });
+}
+
+/// Rewrites `slice` as the slice that keeps every dimension followed by a
+/// tensor.collapse_shape dropping the unit ones, each into the kept
+/// dimension before it (the first ones into the first kept dimension).
+static void rewriteAsSliceAndCollapse(tensor::ExtractSliceOp slice) {
+  OpBuilder b(slice);
+  Location loc = slice.getLoc();
+  RankedTensorType resultType = slice.getResultType();
+  auto fullType = RankedTensorType::get(slice.getStaticSizes(),
+                                        resultType.getElementType());
+  llvm::SmallBitVector dropped = slice.getDroppedDims();
+  SmallVector<ReassociationIndices> groups;
+  ReassociationIndices leading;
+  for (int64_t dim = 0; dim < fullType.getRank(); ++dim) {
+    if (dropped.test(dim)) {
+      (groups.empty() ? leading : groups.back()).push_back(dim);
+      continue;
+    }
+    groups.push_back(leading);
+    groups.back().push_back(dim);
+    leading.clear();
+  }
+  Value full = tensor::ExtractSliceOp::create(
+      b, loc, fullType, slice.getSource(), slice.getMixedOffsets(),
+      slice.getMixedSizes(), slice.getMixedStrides());
+  Value collapsed =
+      tensor::CollapseShapeOp::create(b, loc, resultType, full, groups);
+  slice.replaceAllUsesWith(collapsed);
+  slice.erase();
+}
+
 /// Rewrites `op` as a chain of scf.if, one per case, the default last.
 static void rewriteAsIfChain(scf::IndexSwitchOp op) {
   OpBuilder b(op);
@@ -129,6 +167,15 @@ struct ADLegalizeForBufferizationPass
     });
     for (scf::IndexSwitchOp op : switches)
       rewriteAsIfChain(op);
+    // expand-strided-metadata (LLVM 22) crashes on a strided subview that
+    // drops unit dimensions (it cannot tell which ones were dropped).
+    SmallVector<tensor::ExtractSliceOp> slices;
+    getOperation()->walk([&](tensor::ExtractSliceOp slice) {
+      if (isStridedRankReducing(slice))
+        slices.push_back(slice);
+    });
+    for (tensor::ExtractSliceOp slice : slices)
+      rewriteAsSliceAndCollapse(slice);
 
     SmallVector<tensor::ExpandShapeOp> expands;
     getOperation()->walk([&](tensor::ExpandShapeOp expand) {

@@ -169,6 +169,20 @@ func.func @switch_shared_zero(%x: f64, %n: index) -> f64 {
   }
   return %r : f64
 }
+// A strided slice dropping unit dimensions (ad-opt crashed in upstream
+// expand-strided-metadata): sin(x)^2, derivative 2 sin x cos x.
+func.func @strided_unit_slice(%x: f64) -> f64 {
+  %t = tensor.splat %x : tensor<2x3x1xf64>
+  %u = math.sin %t : tensor<2x3x1xf64>
+  %s = tensor.extract_slice %u[1, 0, 0] [1, 2, 1] [1, 2, 1] : tensor<2x3x1xf64> to tensor<2xf64>
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %e = tensor.extract %s[%c0] : tensor<2xf64>
+  %f = tensor.extract %s[%c1] : tensor<2xf64>
+  %r = arith.mulf %e, %f : f64
+  return %r : f64
+}
+
 func.func @run(%x: f64, %n: index) {
   // CHECK: 1.372
   %g0 = ad.grad @taped_loop_in_branch(%x, %n) : (f64, index) -> f64
@@ -200,6 +214,10 @@ func.func @run(%x: f64, %n: index) {
   // CHECK-NEXT: 1.00054
   %g7 = ad.grad @switch_shared_zero(%x06, %three) : (f64, index) -> f64
   vector.print %g7 : f64
+  // 2 sin(0.7) cos(0.7)
+  // CHECK-NEXT: 0.98545
+  %g8 = ad.grad @strided_unit_slice(%x) : (f64) -> f64
+  vector.print %g8 : f64
   // The same bufferization problem without any ad op: 7000 + 1.
   // CHECK-NEXT: 7001
   %a57 = arith.constant dense<[5.0, 7.0]> : tensor<2xf64>

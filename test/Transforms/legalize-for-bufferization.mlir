@@ -77,3 +77,17 @@ func.func @scalar_switch(%n: index, %a: f64) -> f64 {
   }
   return %r : f64
 }
+
+// -----
+
+// A strided slice that drops unit dimensions: the slice keeping them, then
+// a collapse_shape (expand-strided-metadata of LLVM 22 crashes on the
+// rank-reducing strided subview).
+// CHECK-LABEL: func.func @strided_rank_reducing
+// CHECK: %[[FULL:.*]] = tensor.extract_slice %{{.*}}[1, 0, 0] [1, 2, 1] [1, 2, 1] : tensor<2x3x1xf64> to tensor<1x2x1xf64>
+// CHECK: %[[C:.*]] = tensor.collapse_shape %[[FULL]] {{\[}}[0, 1, 2]] : tensor<1x2x1xf64> into tensor<2xf64>
+// CHECK: return %[[C]]
+func.func @strided_rank_reducing(%t: tensor<2x3x1xf64>) -> tensor<2xf64> {
+  %s = tensor.extract_slice %t[1, 0, 0] [1, 2, 1] [1, 2, 1] : tensor<2x3x1xf64> to tensor<2xf64>
+  return %s : tensor<2xf64>
+}
