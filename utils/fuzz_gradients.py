@@ -148,10 +148,6 @@ FAILURES = [WRONG_GRADIENT, WRONG_PRIMAL, CRASH, DIAGNOSTIC, INVALID_IR,
 # Constructs that trigger known bugs, by the name --avoid takes (see
 # Generator.blocked for what each one rules out).
 KNOWN_BUGS = {
-    "index-switch-bufferization":
-        "wrong gradients: one-shot bufferization lets an adjoint write into "
-        "the zero cotangent tensor an scf.index_switch (or a lifted "
-        "cf.switch) yields from several cases while it is still read",
     "recursive-callee-in-recursion":
         "'cannot keep a value of type memref<?xf64> ...' for a call of "
         "another recursive function inside a recursive function",
@@ -593,8 +589,8 @@ class Generator:
         runs another loop or a recursive call), or by a known bug named in
         self.avoid. Constructs: "call" of `callee`; "loop"; "nest": a
         product reduction or a gather over a rank >= 2 tensor, which
-        become loop nests; "switch": an scf.index_switch or cf.switch;
-        "unit_slice": a rank-reducing slice with several sizes 1."""
+        become loop nests; "unit_slice": a rank-reducing slice with
+        several sizes 1."""
         context, avoid = r.context, self.avoid
         recursive = callee is not None and callee.recursive
         in_loop = "loop" in context
@@ -604,8 +600,6 @@ class Generator:
         return any([
             recursive and "loop" in context and "recursion" not in context,
             "recursion" in context and nest,
-            "index-switch-bufferization" in avoid and construct == "switch"
-            and self.tensor_rate > 0,
             "rank-reducing-unit-slice" in avoid and construct == "unit_slice",
             "recursive-callee-in-recursion" in avoid and recursive and
             "recursion" in context,
@@ -789,7 +783,7 @@ class Generator:
                 "call": 2 if any(self.allows(r, c) for c in self.callees)
                 else 0,
                 "scf_if": 1, "scf_for": loops, "scf_while": loops,
-                "index_switch": 0 if self.blocked(r, "switch") else 1,
+                "index_switch": 1,
                 "tensor_work": 3 * self.tensor_rate,
                 "tensor_loop": loops * self.tensor_rate,
                 "tensor_if": self.tensor_rate})
@@ -2282,9 +2276,8 @@ class Generator:
         switches and early returns, each joining through block arguments."""
         self.statements(r, self.rng.randint(1, 2))
         for _ in range(segments):
-            kind = self.pick(["diamond", "return"] +
-                             ([] if self.blocked(r, "loop") else ["loop"]) +
-                             ([] if self.blocked(r, "switch") else ["switch"]))
+            kind = self.pick(["diamond", "return", "switch"] +
+                             ([] if self.blocked(r, "loop") else ["loop"]))
             self.note("cf_" + kind)
             getattr(self, "cf_" + kind)(r)
 
