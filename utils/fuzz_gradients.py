@@ -189,6 +189,10 @@ class Value:
         return Value(name, bound, self.shape, self.dynamic,
                      elem or self.elem)
 
+    def matches(self, other):
+        """Same type and same sizes (a '?' in a type hides the size)."""
+        return self.type == other.type and self.shape == other.shape
+
 
 def value_type(shape, dynamic, elem):
     """The MLIR type of a scalar (shape None) or a tensor."""
@@ -717,10 +721,10 @@ class Generator:
     # -- choosing operands --------------------------------------------------
 
     def operand(self, r, like=None):
-        """A float value in scope of like's type (a $T scalar by default),
-        recent ones preferred."""
-        wanted = like.type if like else "$T"
-        pool = [v for v in r.floats if v.type == wanted]
+        """A float value in scope of like's type and sizes (a $T scalar by
+        default), recent ones preferred."""
+        like = like or Value("", 0)
+        pool = [v for v in r.floats if v.matches(like)]
         if self.chance(0.6):
             return pool[-1] if self.chance(0.4) else self.pick(pool[-4:])
         return self.pick(pool)
@@ -1294,8 +1298,7 @@ class Generator:
 
     def like_source(self, r, t):
         """Another tensor of t's type, from the scope or new."""
-        same = self.tensors(r, lambda v: v.type == t.type and
-                            v.name != t.name)
+        same = self.tensors(r, lambda v: v.matches(t) and v.name != t.name)
         if same and self.chance(0.5):
             return self.pick(same)
         return self.source(r, t.shape, t.dynamic)

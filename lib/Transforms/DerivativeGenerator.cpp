@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/IRMapping.h"
@@ -1135,6 +1136,137 @@ static func::FuncOp createCompanion(SymbolTable &symbolTable,
   return function;
 }
 
+/// A forward function packs its tape into a record when more than this
+/// many tape values fit one: small tapes stay scalars in registers.
+static constexpr unsigned kRecordThreshold = 16;
+
+unsigned DerivativeGenerator::packTape(func::FuncOp forward,
+                                       func::FuncOp pullback,
+                                       unsigned numResults,
+                                       unsigned numTapeValues) {
+  auto returnOp = cast<func::ReturnOp>(forward.getBody().front().getTerminator());
+  Block &pullbackEntry = pullback.getBody().front();
+  // What goes in: scalars of at most 64 bits (one slot each), and records
+  // of callees (a slice each), at increasing offsets.
+  struct Packed {
+    unsigned position, offset, width;
+    bool isRecord;
+  };
+  SmallVector<Packed> packed;
+  unsigned width = 0;
+  for (unsigned position = 0; position < numTapeValues; ++position) {
+    Value value = returnOp.getOperand(numResults + position);
+    Type type = value.getType();
+    if (type.isIndex() ||
+        (type.isIntOrFloat() && type.getIntOrFloatBitWidth() <= 64)) {
+      packed.push_back({position, width, 1, false});
+      width += 1;
+      continue;
+    }
+    auto call = value.getDefiningOp<func::CallOp>();
+    if (!call)
+      continue;
+    auto it = records.find(symbolTable.lookup(call.getCallee()));
+    if (it == records.end())
+      continue;
+    unsigned resultNumber = cast<OpResult>(value).getResultNumber();
+    const TapeRecord *calleeRecord =
+        llvm::find_if(it->second, [&](const TapeRecord &record) {
+          return record.resultNumber == resultNumber;
+        });
+    if (calleeRecord == it->second.end())
+      continue;
+    packed.push_back({position, width, calleeRecord->width, true});
+    width += calleeRecord->width;
+  }
+  if (packed.size() <= kRecordThreshold) {
+    // The callees' records this function passes on stay records.
+    for (const Packed &item : packed)
+      if (item.isRecord)
+        records[forward].push_back({numResults + item.position, item.width});
+    return numTapeValues;
+  }
+
+  MLIRContext *context = forward.getContext();
+  Location loc = returnOp.getLoc();
+  Type f64 = Float64Type::get(context);
+  auto recordType = RankedTensorType::get({width}, f64);
+
+  // The forward function fills the record: its scalars at once, then the
+  // callees' records.
+  OpBuilder b(returnOp);
+  SmallVector<Value> scalars;
+  for (const Packed &item : packed)
+    if (!item.isRecord)
+      scalars.push_back(
+          encodeAsF64(b, loc, returnOp.getOperand(numResults + item.position)));
+  Value record;
+  if (scalars.size() == packed.size()) {
+    record = tensor::FromElementsOp::create(b, loc, recordType, scalars);
+  } else {
+    record = tensor::EmptyOp::create(b, loc, recordType.getShape(), f64);
+    auto insertAt = [&](Value part, unsigned offset, unsigned count) {
+      record = tensor::InsertSliceOp::create(
+          b, loc, part, record, ArrayRef<OpFoldResult>{b.getIndexAttr(offset)},
+          ArrayRef<OpFoldResult>{b.getIndexAttr(count)},
+          ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+    };
+    unsigned scalarIndex = 0;
+    for (const Packed &item : packed) {
+      if (item.isRecord) {
+        insertAt(returnOp.getOperand(numResults + item.position), item.offset,
+                 item.width);
+        continue;
+      }
+      record = tensor::InsertOp::create(
+          b, loc, scalars[scalarIndex++], record,
+          ValueRange{arith::ConstantIndexOp::create(b, loc, item.offset)});
+    }
+  }
+  SmallVector<Value> results(returnOp.getOperands().take_front(numResults));
+  results.push_back(record);
+  SmallVector<Value> tapeRest;
+  auto isPacked = [&](unsigned position) {
+    return llvm::any_of(packed, [&](const Packed &item) {
+      return item.position == position;
+    });
+  };
+  for (unsigned position = 0; position < numTapeValues; ++position)
+    if (!isPacked(position))
+      results.push_back(returnOp.getOperand(numResults + position));
+  returnOp->setOperands(results);
+  forward.setType(FunctionType::get(context, forward.getArgumentTypes(),
+                                    ValueRange(results).getTypes()));
+
+  // The pullback takes the record first and reads each part back.
+  BlockArgument recordArgument =
+      pullbackEntry.insertArgument(0u, recordType, loc);
+  OpBuilder reader = OpBuilder::atBlockBegin(&pullbackEntry);
+  for (const Packed &item : packed) {
+    BlockArgument argument = pullbackEntry.getArgument(1 + item.position);
+    Value offset = arith::ConstantIndexOp::create(reader, loc, item.offset);
+    Value part;
+    if (item.isRecord)
+      part = tensor::ExtractSliceOp::create(
+          reader, loc, recordArgument,
+          ArrayRef<OpFoldResult>{offset},
+          ArrayRef<OpFoldResult>{reader.getIndexAttr(item.width)},
+          ArrayRef<OpFoldResult>{reader.getIndexAttr(1)});
+    else
+      part = decodeFromF64(
+          reader, loc,
+          tensor::ExtractOp::create(reader, loc, recordArgument, offset),
+          argument.getType());
+    argument.replaceAllUsesWith(part);
+  }
+  for (const Packed &item : llvm::reverse(packed))
+    pullbackEntry.eraseArgument(1 + item.position);
+  pullback.setType(FunctionType::get(context, pullbackEntry.getArgumentTypes(),
+                                     pullback.getResultTypes()));
+  records[forward] = {TapeRecord{numResults, width}};
+  return numTapeValues - packed.size() + 1;
+}
+
 FailureOr<DerivativeFunctions>
 DerivativeGenerator::generate(func::FuncOp callee, ArrayRef<int64_t> wrt) {
   ActivityAnalysis activity(callee, wrt);
@@ -1205,7 +1337,9 @@ DerivativeGenerator::generate(func::FuncOp callee, ArrayRef<int64_t> wrt) {
   functions.forward = forwardFunction;
   functions.pullback = pullbackFunction;
   functions.wrt.assign(wrt.begin(), wrt.end());
-  functions.numTapeValues = reverse.tape.size();
+  functions.numTapeValues =
+      packTape(forwardFunction, pullbackFunction, terminator->getNumOperands(),
+               reverse.tape.size());
   return functions;
 }
 

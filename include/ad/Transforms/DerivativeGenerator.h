@@ -60,7 +60,21 @@ public:
   /// Functions reachable from `function` through calls.
   const llvm::SmallPtrSetImpl<Operation *> &reachableFrom(func::FuncOp function);
 
+  /// A result of a generated forward function holding a record of packed
+  /// tape values (its own, or a callee's it passes on): its number of
+  /// slots.
+  struct TapeRecord {
+    unsigned resultNumber = 0, width = 0;
+  };
+
 private:
+  /// Packs the scalar tape values of a generated pair (and the records of
+  /// the callees among them) into one record when there are many: a chain
+  /// of calls then passes one value per level instead of every value of
+  /// every level below. Returns the number of tape values left.
+  unsigned packTape(func::FuncOp forward, func::FuncOp pullback,
+                    unsigned numResults, unsigned numTapeValues);
+
   FailureOr<DerivativeFunctions> generate(func::FuncOp callee,
                                           ArrayRef<int64_t> wrt);
   FailureOr<DerivativeFunctions> generateRecursive(func::FuncOp callee,
@@ -81,6 +95,8 @@ private:
     unsigned slots = 0;
   };
   llvm::MapVector<Operation *, RecursionWidth> recursionWidths;
+  /// Per generated forward function: the results that are records.
+  DenseMap<Operation *, SmallVector<TapeRecord, 1>> records;
   MemoryWriteCheck memoryWrites;
 };
 
