@@ -199,6 +199,11 @@ static Value iterationSlice(OpBuilder &b, Location loc, Value buffer,
                                    strides);
 }
 
+/// Values defined in branch ops nested at least this deep are stored in a
+/// buffer in the branch that defines them, rather than carried out as a
+/// result of each enclosing branch op (which grows as depth x values).
+static constexpr unsigned kBranchTapeDepth = 3;
+
 /// The forward sweep over one function.
 class ForwardSweep : public Sweep<ForwardEmitter> {
 public:
@@ -415,8 +420,58 @@ public:
     return it->second;
   }
 
+  /// Whether the adjoint reads `value` (a scalar of at most 64 bits, defined
+  /// in branch ops nested at least kBranchTapeDepth deep, with no loop
+  /// between them and the entry of a non-recursive function) from the
+  /// branch tape instead of through results carried out of every level.
+  bool storesInBranchTape(Value value) const {
+    if (recursionKey || !isa<OpResult>(value) ||
+        isa<RankedTensorType>(value.getType()) || slotsFor(value.getType()) != 1)
+      return false;
+    unsigned depth = 0;
+    for (Block *block = value.getParentBlock(); block != entry;
+         block = block->getParentOp()->getBlock()) {
+      if (!onDemandBranches.contains(block->getParentOp()))
+        return false;
+      ++depth;
+    }
+    return depth >= kBranchTapeDepth;
+  }
+
+  /// The slot of `value` in the branch tape, storing it there right after
+  /// its definition (once per value).
+  unsigned storeInBranchTape(Value value) {
+    auto [it, inserted] =
+        branchTape.slots.insert({value, branchTape.slots.size()});
+    if (!inserted)
+      return it->second;
+    Location loc = value.getLoc();
+    if (!branchTape.buffer) {
+      OpBuilder prologue = OpBuilder::atBlockBegin(entry);
+      branchTape.width = arith::ConstantIndexOp::create(prologue, loc, 0);
+      branchTape.buffer = memref::AllocOp::create(
+          prologue, loc,
+          MemRefType::get({ShapedType::kDynamic}, prologue.getF64Type()),
+          branchTape.width->getResult(0));
+    }
+    OpBuilder b(value.getContext());
+    b.setInsertionPointAfterValue(value);
+    memref::StoreOp::create(
+        b, loc, encodeAsF64(b, loc, value), branchTape.buffer,
+        ValueRange{arith::ConstantIndexOp::create(b, loc, it->second)});
+    return it->second;
+  }
+
+  /// The branch tape (a buffer of f64 slots allocated at entry), once a
+  /// value has been stored in it.
+  Value getBranchTape() const { return branchTape.buffer; }
+
   /// Sets every row width now that all slots are known.
   void finalizeGrowableTapes() {
+    if (branchTape.width)
+      branchTape.width->setAttr(
+          "value", IntegerAttr::get(IndexType::get(entry->getParentOp()->getContext()),
+                                    branchTape.slots.size()));
     for (auto &[loop, tape] : growableTapes) {
       if (loop == recursionKey)
         continue; // Shared by the recursion; the generator sets it.
@@ -687,6 +742,12 @@ private:
   DenseMap<Value, Operation *> lastBufferOf;
   DenseMap<Block *, ForwardRowScope> rowScopes;
   llvm::MapVector<Operation *, GrowableTape> growableTapes;
+  /// Scalars of deeply nested branches (see storesInBranchTape).
+  struct {
+    Value buffer;
+    Operation *width = nullptr;
+    llvm::MapVector<Value, unsigned> slots;
+  } branchTape;
 };
 
 /// One iteration of a reverse loop being emitted.
@@ -856,6 +917,15 @@ private:
     if (def && def->getNumOperands() == 0 && def->getNumRegions() == 0 &&
         def->hasTrait<OpTrait::ConstantLike>())
       return rebuildConstant(value);
+    if (forward.storesInBranchTape(value)) {
+      Location loc = value.getLoc();
+      unsigned slot = forward.storeInBranchTape(value);
+      Value buffer = tapeEntryValue(forward.getBranchTape());
+      Value loaded = memref::LoadOp::create(
+          builder, loc, buffer,
+          ValueRange{arith::ConstantIndexOp::create(builder, loc, slot)});
+      return decodeFromF64(builder, loc, loaded, value.getType());
+    }
     value = forward.escape(value);
     Block *home = value.getParentBlock();
     if (const ForwardRowScope *rows = forward.rowScopeOf(home))

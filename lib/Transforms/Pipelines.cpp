@@ -80,7 +80,7 @@ void mlir::ad::buildLowerToLLVMPipeline(OpPassManager &pm) {
   buildDifferentiatePipeline(pm);
   // Inlining the forward and pullback functions into their callers lets
   // canonicalization drop forward work nobody reads (the value for ad.grad).
-  pm.addPass(createInlinerPass());
+  pm.addPass(ad::createADInlinePass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   addBufferization(pm);

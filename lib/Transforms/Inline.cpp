@@ -1,0 +1,142 @@
+//===- Inline.cpp - the ad-inline pass --------------------------*- C++ -*-===//
+//
+// Inlining whose cost grows linearly with the module: private functions
+// called once are moved (not cloned) into their callers, outermost first;
+// upstream's inliner then inlines the remaining calls to small callees.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ad/Transforms/Passes.h"
+
+#include "mlir/Analysis/CallGraph.h"
+#include "mlir/Transforms/Inliner.h"
+#include "mlir/Transforms/InliningUtils.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/SCCIterator.h"
+
+namespace mlir::ad {
+#define GEN_PASS_DEF_ADINLINEPASS
+#include "ad/IR/Passes.h.inc"
+} // namespace mlir::ad
+
+using namespace mlir;
+using namespace mlir::ad;
+
+namespace {
+
+/// The functions of `module` that are part of a recursion (call themselves,
+/// directly or through others).
+static DenseSet<Operation *> recursiveFunctions(CallGraph &callGraph) {
+  DenseSet<Operation *> recursive;
+  for (auto scc = llvm::scc_begin(static_cast<const CallGraph *>(&callGraph)); !scc.isAtEnd(); ++scc) {
+    const auto &nodes = *scc;
+    bool cycle = nodes.size() > 1;
+    if (!cycle && !nodes.front()->isExternal())
+      cycle = llvm::any_of(*nodes.front(), [&](const CallGraphNode::Edge &e) {
+        return e.getTarget() == nodes.front();
+      });
+    if (!cycle)
+      continue;
+    for (CallGraphNode *node : nodes)
+      if (!node->isExternal())
+        recursive.insert(node->getCallableRegion()->getParentOp());
+  }
+  return recursive;
+}
+
+/// Moves every private, non-recursive function with a body that one
+/// func.call (and nothing else) refers to into that call, outermost callers
+/// first: each body moves once, into the function that is never inlined at
+/// the top of its chain.
+static void inlineSingleUseCallees(ModuleOp module, CallGraph &callGraph) {
+  DenseSet<Operation *> recursive = recursiveFunctions(callGraph);
+  SymbolTable symbolTable(module);
+  DenseMap<StringAttr, unsigned> uses, callUses;
+  if (std::optional<SymbolTable::UseRange> symbolUses =
+          SymbolTable::getSymbolUses(module.getOperation())) {
+    for (const SymbolTable::SymbolUse &use : *symbolUses) {
+      StringAttr root = use.getSymbolRef().getRootReference();
+      ++uses[root];
+      auto call = dyn_cast<func::CallOp>(use.getUser());
+      if (call && call.getCalleeAttr() == use.getSymbolRef() &&
+          call->getParentOfType<ModuleOp>() == module)
+        ++callUses[root];
+    }
+  }
+  auto movable = [&](func::FuncOp function) {
+    StringAttr name = function.getSymNameAttr();
+    return function.isPrivate() && !function.isExternal() &&
+           uses.lookup(name) == 1 && callUses.lookup(name) == 1 &&
+           !recursive.contains(function);
+  };
+
+  InlinerInterface interface(module.getContext());
+  InlinerConfig config;
+  SmallVector<func::FuncOp> roots;
+  for (auto function : module.getOps<func::FuncOp>())
+    if (!function.isExternal() && !movable(function))
+      roots.push_back(function);
+  for (func::FuncOp root : roots) {
+    SmallVector<func::CallOp> worklist;
+    root.walk([&](func::CallOp call) { worklist.push_back(call); });
+    while (!worklist.empty()) {
+      func::CallOp call = worklist.pop_back_val();
+      auto callee = symbolTable.lookup<func::FuncOp>(call.getCallee());
+      if (!callee || !movable(callee))
+        continue;
+      SmallVector<func::CallOp> inner;
+      callee.walk([&](func::CallOp nested) { inner.push_back(nested); });
+      if (failed(inlineCall(interface, config.getCloneCallback(), call,
+                            callee, &callee.getBody(),
+                            /*shouldCloneInlinedRegion=*/false)))
+        continue;
+      call.erase();
+      symbolTable.erase(callee);
+      llvm::append_range(worklist, inner);
+    }
+  }
+}
+
+/// Whether `region` holds at most `limit` operations.
+static bool isSmall(Region &region, unsigned limit) {
+  unsigned count = 0;
+  return !region
+              .walk([&](Operation *) {
+                return ++count > limit ? WalkResult::interrupt()
+                                       : WalkResult::advance();
+              })
+              .wasInterrupted();
+}
+
+struct ADInlinePass : mlir::ad::impl::ADInlinePassBase<ADInlinePass> {
+  using ADInlinePassBase::ADInlinePassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    {
+      CallGraph callGraph(module);
+      inlineSingleUseCallees(module, callGraph);
+    }
+
+    CallGraph &callGraph = getAnalysis<CallGraph>();
+    InlinerConfig config;
+    config.setDefaultPipeline([](OpPassManager &pm) {
+      pm.addPass(createCanonicalizerPass());
+    });
+    config.setMaxInliningIterations(4);
+    unsigned limit = maxCalleeOps;
+    auto profitable = [limit](const Inliner::ResolvedCall &resolved) {
+      Region *region = resolved.targetNode->getCallableRegion();
+      return region && isSmall(*region, limit);
+    };
+    auto runPipeline = [](Pass &pass, OpPassManager &pipeline, Operation *op) {
+      return static_cast<ADInlinePass &>(pass).runPipeline(pipeline, op);
+    };
+    Inliner inliner(module, callGraph, *this, getAnalysisManager(),
+                    runPipeline, config, profitable);
+    if (failed(inliner.doInlining()))
+      signalPassFailure();
+  }
+};
+
+} // namespace
