@@ -212,6 +212,33 @@ def program(lines):
                       for line in lines]
 
 
+# A chain of DEEP_CHAIN functions, each keeping a float, an i1 (a select's
+# condition) and the callee's result for its adjoint: more than 16 scalar
+# tape values reach the top levels, which pack them into records
+# (DerivativeGenerator::packTape).
+DEEP_CHAIN = 24
+
+
+def deep_chain_support():
+    lines = []
+    for i in range(DEEP_CHAIN):
+        lines += [
+            f"func.func @deep{i}(%x: {{t}}) -> {{t}} {{{{",
+            "  %z = arith.constant 0.25 : {t}",
+            "  %s = math.sin %x : {t}",
+            "  %c = arith.cmpf ogt, %s, %z : {t}",
+            "  %y = arith.select %c, %x, %s : {t}"]
+        if i + 1 < DEEP_CHAIN:
+            lines += [f"  %n = func.call @deep{i + 1}(%y) : ({{t}}) -> {{t}}",
+                      "  %m = arith.mulf %n, %s : {t}"]
+        else:
+            lines += ["  %m = arith.mulf %y, %s : {t}"]
+        lines += ["  %r = arith.addf %m, %x : {t}",
+                  "  return %r : {t}",
+                  "}}"]
+    return lines
+
+
 PROGRAM_SUPPORT = [
     "func.func @leaf(%x: {t}) -> {t} {{",
     "  %s = math.sin %x : {t}",
@@ -248,9 +275,14 @@ PROGRAM_SUPPORT = [
     "  %q = arith.divf %x, %y : {t}",
     "  return %p, %q : {t}, {t}",
     "}}",
-]
+] + deep_chain_support()
 
 PROGRAMS = {
+    # A chain of 24 calls whose top levels pass their tapes as records.
+    "deep_chain": (2, program([
+        "%x = arith.mulf %a, %b : {t}",
+        "%r = func.call @deep0(%x) : ({t}) -> {t}"]),
+        [(0.7, 1.5), (-1.2, 0.4), (1.1, 0.3)]),
     # Three-level chain; @leaf is reached from two call sites.
     "call_chain": (2, program([
         "%r = func.call @top(%a, %b) : ({t}, {t}) -> {t}"]),
@@ -313,6 +345,64 @@ PROGRAMS = {
 # the body) and scf.if (with results, nested, inside loops), at points that
 # take different branches and trip counts.
 CONTROL_FLOW = {
+    # Branches nested five deep, each on a condition computed at its level
+    # (canonicalization would fold repeated conditions): the scalars of the
+    # inner levels (floats, an i1 and an index the adjoint reads) go to the
+    # branch tape.
+    "deep_branches": (2, program([
+        "%z = arith.constant 0.0 : {t}",
+        "%c = arith.cmpf ogt, %a, %z : {t}",
+        "%r = scf.if %c -> ({t}) {{",
+        "  %p1 = arith.mulf %a, %b : {t}",
+        "  %c1 = arith.cmpf ogt, %p1, %z : {t}",
+        "  %r1 = scf.if %c1 -> ({t}) {{",
+        "    %p2 = math.sin %p1 : {t}",
+        "    %c2 = arith.cmpf olt, %p2, %b : {t}",
+        "    %r2 = scf.if %c2 -> ({t}) {{",
+        "      %p3 = arith.mulf %p2, %a : {t}",
+        "      %c3 = arith.cmpf ogt, %p3, %p2 : {t}",
+        "      %r3 = scf.if %c3 -> ({t}) {{",
+        "        %p4 = math.cos %p3 : {t}",
+        "        %e = arith.cmpf olt, %p4, %p3 : {t}",
+        "        %m = arith.select %e, %p4, %p3 : {t}",
+        "        %c4 = arith.cmpf olt, %p1, %a : {t}",
+        "        %r4 = scf.if %c4 -> ({t}) {{",
+        "          %k = arith.fptosi %p1 : {t} to i32",
+        "          %kk = arith.index_cast %k : i32 to index",
+        "          %t2 = tensor.from_elements %p4, %m, %p3 : tensor<3x{t}>",
+        "          %v = tensor.extract %t2[%kk] : tensor<3x{t}>",
+        "          %w = arith.mulf %v, %m : {t}",
+        "          %x5 = math.exp %w : {t}",
+        "          scf.yield %x5 : {t}",
+        "        }} else {{",
+        "          scf.yield %m : {t}",
+        "        }}",
+        "        %q4 = arith.mulf %r4, %p4 : {t}",
+        "        scf.yield %q4 : {t}",
+        "      }} else {{",
+        "        %q3 = arith.mulf %p3, %p3 : {t}",
+        "        scf.yield %q3 : {t}",
+        "      }}",
+        "      %s3 = arith.addf %r3, %p3 : {t}",
+        "      scf.yield %s3 : {t}",
+        "    }} else {{",
+        "      scf.yield %p2 : {t}",
+        "    }}",
+        "    %s2 = arith.mulf %r2, %p2 : {t}",
+        "    scf.yield %s2 : {t}",
+        "  }} else {{",
+        "    %n1 = arith.negf %p1 : {t}",
+        "    scf.yield %n1 : {t}",
+        "  }}",
+        "  scf.yield %r1 : {t}",
+        "}} else {{",
+        "  %q = arith.mulf %a, %a : {t}",
+        "  scf.yield %q : {t}",
+        "}}"]),
+        # Every level taken (the extract reads element 2, 1, 0), and a way
+        # out at each level.
+        [(3.0, 0.9), (2.0, 0.96), (1.05, 0.9), (1.5, 1.2), (0.5, 1.5),
+         (1.5, 0.6), (0.8, -0.6), (-1.2, 0.4)]),
     # x^n by repeated multiplication; n = 0 runs no iteration.
     "power_loop": (1, program([
         "%c0 = arith.constant 0 : index",

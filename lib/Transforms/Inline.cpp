@@ -53,7 +53,7 @@ static void inlineSingleUseCallees(ModuleOp module, CallGraph &callGraph) {
   SymbolTable symbolTable(module);
   DenseMap<StringAttr, unsigned> uses, callUses;
   if (std::optional<SymbolTable::UseRange> symbolUses =
-          SymbolTable::getSymbolUses(module.getOperation())) {
+          SymbolTable::getSymbolUses(&module.getBodyRegion())) {
     for (const SymbolTable::SymbolUse &use : *symbolUses) {
       StringAttr root = use.getSymbolRef().getRootReference();
       ++uses[root];

@@ -3,6 +3,144 @@
 // differences of the f64 reference, tolerance 1e-05 (docs/Testing.md).
 // RUN: ad-opt %s --ad-lower-to-llvm | %run | FileCheck %s
 
+func.func @case_deep_branches(%a: f32, %b: f32) -> f32 {
+  %z = arith.constant 0.0 : f32
+  %c = arith.cmpf ogt, %a, %z : f32
+  %r = scf.if %c -> (f32) {
+    %p1 = arith.mulf %a, %b : f32
+    %c1 = arith.cmpf ogt, %p1, %z : f32
+    %r1 = scf.if %c1 -> (f32) {
+      %p2 = math.sin %p1 : f32
+      %c2 = arith.cmpf olt, %p2, %b : f32
+      %r2 = scf.if %c2 -> (f32) {
+        %p3 = arith.mulf %p2, %a : f32
+        %c3 = arith.cmpf ogt, %p3, %p2 : f32
+        %r3 = scf.if %c3 -> (f32) {
+          %p4 = math.cos %p3 : f32
+          %e = arith.cmpf olt, %p4, %p3 : f32
+          %m = arith.select %e, %p4, %p3 : f32
+          %c4 = arith.cmpf olt, %p1, %a : f32
+          %r4 = scf.if %c4 -> (f32) {
+            %k = arith.fptosi %p1 : f32 to i32
+            %kk = arith.index_cast %k : i32 to index
+            %t2 = tensor.from_elements %p4, %m, %p3 : tensor<3xf32>
+            %v = tensor.extract %t2[%kk] : tensor<3xf32>
+            %w = arith.mulf %v, %m : f32
+            %x5 = math.exp %w : f32
+            scf.yield %x5 : f32
+          } else {
+            scf.yield %m : f32
+          }
+          %q4 = arith.mulf %r4, %p4 : f32
+          scf.yield %q4 : f32
+        } else {
+          %q3 = arith.mulf %p3, %p3 : f32
+          scf.yield %q3 : f32
+        }
+        %s3 = arith.addf %r3, %p3 : f32
+        scf.yield %s3 : f32
+      } else {
+        scf.yield %p2 : f32
+      }
+      %s2 = arith.mulf %r2, %p2 : f32
+      scf.yield %s2 : f32
+    } else {
+      %n1 = arith.negf %p1 : f32
+      scf.yield %n1 : f32
+    }
+    scf.yield %r1 : f32
+  } else {
+    %q = arith.mulf %a, %a : f32
+    scf.yield %q : f32
+  }
+  return %r : f32
+}
+
+func.func @case_deep_branches_ref(%a: f64, %b: f64) -> f64 {
+  %z = arith.constant 0.0 : f64
+  %c = arith.cmpf ogt, %a, %z : f64
+  %r = scf.if %c -> (f64) {
+    %p1 = arith.mulf %a, %b : f64
+    %c1 = arith.cmpf ogt, %p1, %z : f64
+    %r1 = scf.if %c1 -> (f64) {
+      %p2 = math.sin %p1 : f64
+      %c2 = arith.cmpf olt, %p2, %b : f64
+      %r2 = scf.if %c2 -> (f64) {
+        %p3 = arith.mulf %p2, %a : f64
+        %c3 = arith.cmpf ogt, %p3, %p2 : f64
+        %r3 = scf.if %c3 -> (f64) {
+          %p4 = math.cos %p3 : f64
+          %e = arith.cmpf olt, %p4, %p3 : f64
+          %m = arith.select %e, %p4, %p3 : f64
+          %c4 = arith.cmpf olt, %p1, %a : f64
+          %r4 = scf.if %c4 -> (f64) {
+            %k = arith.fptosi %p1 : f64 to i32
+            %kk = arith.index_cast %k : i32 to index
+            %t2 = tensor.from_elements %p4, %m, %p3 : tensor<3xf64>
+            %v = tensor.extract %t2[%kk] : tensor<3xf64>
+            %w = arith.mulf %v, %m : f64
+            %x5 = math.exp %w : f64
+            scf.yield %x5 : f64
+          } else {
+            scf.yield %m : f64
+          }
+          %q4 = arith.mulf %r4, %p4 : f64
+          scf.yield %q4 : f64
+        } else {
+          %q3 = arith.mulf %p3, %p3 : f64
+          scf.yield %q3 : f64
+        }
+        %s3 = arith.addf %r3, %p3 : f64
+        scf.yield %s3 : f64
+      } else {
+        scf.yield %p2 : f64
+      }
+      %s2 = arith.mulf %r2, %p2 : f64
+      scf.yield %s2 : f64
+    } else {
+      %n1 = arith.negf %p1 : f64
+      scf.yield %n1 : f64
+    }
+    scf.yield %r1 : f64
+  } else {
+    %q = arith.mulf %a, %a : f64
+    scf.yield %q : f64
+  }
+  return %r : f64
+}
+
+func.func @check_deep_branches(%point: i64, %p0: f64, %p1: f64) {
+  %x0 = arith.truncf %p0 : f64 to f32
+  %e0 = arith.extf %x0 : f32 to f64
+  %x1 = arith.truncf %p1 : f64 to f32
+  %e1 = arith.extf %x1 : f32 to f64
+  %g0, %g1 = ad.grad @case_deep_branches(%x0, %x1) : (f32, f32) -> (f32, f32)
+  %tol = arith.constant 1.000000e-05 : f64
+  %gw0 = arith.extf %g0 : f32 to f64
+  %xp0, %xm0 = func.call @step(%e0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_deep_branches_ref(%xp0, %e1) : (f64, f64) -> f64
+  %fm0 = func.call @case_deep_branches_ref(%xm0, %e1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "deep_branches p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%gw0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %gw1 = arith.extf %g1 : f32 to f64
+  %xp1, %xm1 = func.call @step(%e1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_deep_branches_ref(%e0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_deep_branches_ref(%e0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "deep_branches p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%gw1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
 func.func @case_power_loop(%a: f32, %n0: index) -> f32 {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -1233,6 +1371,38 @@ func.func @report(%g: f64, %fd: f64, %tol: f64) {
 }
 
 func.func @main() {
+  %deep_branches_0_0 = arith.constant 3.0 : f64
+  %deep_branches_0_1 = arith.constant 0.9 : f64
+  %deep_branches_0_id = arith.constant 0 : i64
+  func.call @check_deep_branches(%deep_branches_0_id, %deep_branches_0_0, %deep_branches_0_1) : (i64, f64, f64) -> ()
+  %deep_branches_1_0 = arith.constant 2.0 : f64
+  %deep_branches_1_1 = arith.constant 0.96 : f64
+  %deep_branches_1_id = arith.constant 1 : i64
+  func.call @check_deep_branches(%deep_branches_1_id, %deep_branches_1_0, %deep_branches_1_1) : (i64, f64, f64) -> ()
+  %deep_branches_2_0 = arith.constant 1.05 : f64
+  %deep_branches_2_1 = arith.constant 0.9 : f64
+  %deep_branches_2_id = arith.constant 2 : i64
+  func.call @check_deep_branches(%deep_branches_2_id, %deep_branches_2_0, %deep_branches_2_1) : (i64, f64, f64) -> ()
+  %deep_branches_3_0 = arith.constant 1.5 : f64
+  %deep_branches_3_1 = arith.constant 1.2 : f64
+  %deep_branches_3_id = arith.constant 3 : i64
+  func.call @check_deep_branches(%deep_branches_3_id, %deep_branches_3_0, %deep_branches_3_1) : (i64, f64, f64) -> ()
+  %deep_branches_4_0 = arith.constant 0.5 : f64
+  %deep_branches_4_1 = arith.constant 1.5 : f64
+  %deep_branches_4_id = arith.constant 4 : i64
+  func.call @check_deep_branches(%deep_branches_4_id, %deep_branches_4_0, %deep_branches_4_1) : (i64, f64, f64) -> ()
+  %deep_branches_5_0 = arith.constant 1.5 : f64
+  %deep_branches_5_1 = arith.constant 0.6 : f64
+  %deep_branches_5_id = arith.constant 5 : i64
+  func.call @check_deep_branches(%deep_branches_5_id, %deep_branches_5_0, %deep_branches_5_1) : (i64, f64, f64) -> ()
+  %deep_branches_6_0 = arith.constant 0.8 : f64
+  %deep_branches_6_1 = arith.constant -0.6 : f64
+  %deep_branches_6_id = arith.constant 6 : i64
+  func.call @check_deep_branches(%deep_branches_6_id, %deep_branches_6_0, %deep_branches_6_1) : (i64, f64, f64) -> ()
+  %deep_branches_7_0 = arith.constant -1.2 : f64
+  %deep_branches_7_1 = arith.constant 0.4 : f64
+  %deep_branches_7_id = arith.constant 7 : i64
+  func.call @check_deep_branches(%deep_branches_7_id, %deep_branches_7_0, %deep_branches_7_1) : (i64, f64, f64) -> ()
   %power_loop_0_0 = arith.constant 1.3 : f64
   %power_loop_0_1 = arith.constant 5 : index
   %power_loop_0_id = arith.constant 0 : i64
@@ -1413,6 +1583,22 @@ func.func @main() {
 }
 
 // CHECK-NOT: FAIL
+// CHECK: deep_branches p0 da: ok
+// CHECK: deep_branches p0 db: ok
+// CHECK: deep_branches p1 da: ok
+// CHECK: deep_branches p1 db: ok
+// CHECK: deep_branches p2 da: ok
+// CHECK: deep_branches p2 db: ok
+// CHECK: deep_branches p3 da: ok
+// CHECK: deep_branches p3 db: ok
+// CHECK: deep_branches p4 da: ok
+// CHECK: deep_branches p4 db: ok
+// CHECK: deep_branches p5 da: ok
+// CHECK: deep_branches p5 db: ok
+// CHECK: deep_branches p6 da: ok
+// CHECK: deep_branches p6 db: ok
+// CHECK: deep_branches p7 da: ok
+// CHECK: deep_branches p7 db: ok
 // CHECK: power_loop p0 da: ok
 // CHECK: power_loop p1 da: ok
 // CHECK: power_loop p2 da: ok

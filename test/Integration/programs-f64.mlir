@@ -37,6 +37,283 @@ func.func @f64_pair(%x: f64, %y: f64) -> (f64, f64) {
   %q = arith.divf %x, %y : f64
   return %p, %q : f64, f64
 }
+func.func @f64_deep0(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %y = arith.select %c, %x, %s : f64
+  %n = func.call @f64_deep1(%y) : (f64) -> f64
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_deep1(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %y = arith.select %c, %x, %s : f64
+  %n = func.call @f64_deep2(%y) : (f64) -> f64
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_deep2(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %y = arith.select %c, %x, %s : f64
+  %n = func.call @f64_deep3(%y) : (f64) -> f64
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_deep3(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %y = arith.select %c, %x, %s : f64
+  %n = func.call @f64_deep4(%y) : (f64) -> f64
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_deep4(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %y = arith.select %c, %x, %s : f64
+  %n = func.call @f64_deep5(%y) : (f64) -> f64
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_deep5(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %y = arith.select %c, %x, %s : f64
+  %n = func.call @f64_deep6(%y) : (f64) -> f64
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_deep6(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %y = arith.select %c, %x, %s : f64
+  %n = func.call @f64_deep7(%y) : (f64) -> f64
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_deep7(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %y = arith.select %c, %x, %s : f64
+  %n = func.call @f64_deep8(%y) : (f64) -> f64
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_deep8(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %y = arith.select %c, %x, %s : f64
+  %n = func.call @f64_deep9(%y) : (f64) -> f64
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_deep9(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %y = arith.select %c, %x, %s : f64
+  %n = func.call @f64_deep10(%y) : (f64) -> f64
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_deep10(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %y = arith.select %c, %x, %s : f64
+  %n = func.call @f64_deep11(%y) : (f64) -> f64
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_deep11(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %y = arith.select %c, %x, %s : f64
+  %n = func.call @f64_deep12(%y) : (f64) -> f64
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_deep12(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %y = arith.select %c, %x, %s : f64
+  %n = func.call @f64_deep13(%y) : (f64) -> f64
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_deep13(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %y = arith.select %c, %x, %s : f64
+  %n = func.call @f64_deep14(%y) : (f64) -> f64
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_deep14(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %y = arith.select %c, %x, %s : f64
+  %n = func.call @f64_deep15(%y) : (f64) -> f64
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_deep15(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %y = arith.select %c, %x, %s : f64
+  %n = func.call @f64_deep16(%y) : (f64) -> f64
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_deep16(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %y = arith.select %c, %x, %s : f64
+  %n = func.call @f64_deep17(%y) : (f64) -> f64
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_deep17(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %y = arith.select %c, %x, %s : f64
+  %n = func.call @f64_deep18(%y) : (f64) -> f64
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_deep18(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %y = arith.select %c, %x, %s : f64
+  %n = func.call @f64_deep19(%y) : (f64) -> f64
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_deep19(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %y = arith.select %c, %x, %s : f64
+  %n = func.call @f64_deep20(%y) : (f64) -> f64
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_deep20(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %y = arith.select %c, %x, %s : f64
+  %n = func.call @f64_deep21(%y) : (f64) -> f64
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_deep21(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %y = arith.select %c, %x, %s : f64
+  %n = func.call @f64_deep22(%y) : (f64) -> f64
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_deep22(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %y = arith.select %c, %x, %s : f64
+  %n = func.call @f64_deep23(%y) : (f64) -> f64
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_deep23(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %y = arith.select %c, %x, %s : f64
+  %m = arith.mulf %y, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @case_deep_chain(%a: f64, %b: f64) -> f64 {
+  %x = arith.mulf %a, %b : f64
+  %r = func.call @f64_deep0(%x) : (f64) -> f64
+  return %r : f64
+}
+
+func.func @case_deep_chain_ref(%a: f64, %b: f64) -> f64 {
+  %x = arith.mulf %a, %b : f64
+  %r = func.call @f64_deep0(%x) : (f64) -> f64
+  return %r : f64
+}
+
+func.func @check_deep_chain(%point: i64, %p0: f64, %p1: f64) {
+  %g0, %g1 = ad.grad @case_deep_chain(%p0, %p1) : (f64, f64) -> (f64, f64)
+  %tol = arith.constant 1.000000e-06 : f64
+  %xp0, %xm0 = func.call @step(%p0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_deep_chain_ref(%xp0, %p1) : (f64, f64) -> f64
+  %fm0 = func.call @case_deep_chain_ref(%xm0, %p1) : (f64, f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "deep_chain p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%g0, %fd0, %tol) : (f64, f64, f64) -> ()
+  %xp1, %xm1 = func.call @step(%p1) : (f64) -> (f64, f64)
+  %fp1 = func.call @case_deep_chain_ref(%p0, %xp1) : (f64, f64) -> f64
+  %fm1 = func.call @case_deep_chain_ref(%p0, %xm1) : (f64, f64) -> f64
+  %df1 = arith.subf %fp1, %fm1 : f64
+  %dx1 = arith.subf %xp1, %xm1 : f64
+  %fd1 = arith.divf %df1, %dx1 : f64
+  vector.print str "deep_chain p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " db: "
+  func.call @report(%g1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
 func.func @case_call_chain(%a: f64, %b: f64) -> f64 {
   %r = func.call @f64_top(%a, %b) : (f64, f64) -> f64
   return %r : f64
@@ -357,6 +634,18 @@ func.func @report(%g: f64, %fd: f64, %tol: f64) {
 }
 
 func.func @main() {
+  %deep_chain_0_0 = arith.constant 0.7 : f64
+  %deep_chain_0_1 = arith.constant 1.5 : f64
+  %deep_chain_0_id = arith.constant 0 : i64
+  func.call @check_deep_chain(%deep_chain_0_id, %deep_chain_0_0, %deep_chain_0_1) : (i64, f64, f64) -> ()
+  %deep_chain_1_0 = arith.constant -1.2 : f64
+  %deep_chain_1_1 = arith.constant 0.4 : f64
+  %deep_chain_1_id = arith.constant 1 : i64
+  func.call @check_deep_chain(%deep_chain_1_id, %deep_chain_1_0, %deep_chain_1_1) : (i64, f64, f64) -> ()
+  %deep_chain_2_0 = arith.constant 1.1 : f64
+  %deep_chain_2_1 = arith.constant 0.3 : f64
+  %deep_chain_2_id = arith.constant 2 : i64
+  func.call @check_deep_chain(%deep_chain_2_id, %deep_chain_2_0, %deep_chain_2_1) : (i64, f64, f64) -> ()
   %call_chain_0_0 = arith.constant 0.7 : f64
   %call_chain_0_1 = arith.constant 1.5 : f64
   %call_chain_0_id = arith.constant 0 : i64
@@ -411,6 +700,12 @@ func.func @main() {
 }
 
 // CHECK-NOT: FAIL
+// CHECK: deep_chain p0 da: ok
+// CHECK: deep_chain p0 db: ok
+// CHECK: deep_chain p1 da: ok
+// CHECK: deep_chain p1 db: ok
+// CHECK: deep_chain p2 da: ok
+// CHECK: deep_chain p2 db: ok
 // CHECK: call_chain p0 da: ok
 // CHECK: call_chain p0 db: ok
 // CHECK: call_chain p1 da: ok
