@@ -1224,19 +1224,25 @@ unsigned DerivativeGenerator::packTape(func::FuncOp forward,
   };
   SmallVector<Packed> packed;
   unsigned width = 0;
+  // Whether a value passes on part of a callee's tape: only those make the
+  // tapes of a chain of calls grow with its depth.
+  bool passesCalleeTape = false;
   for (unsigned position = 0; position < numTapeValues; ++position) {
     Value value = returnOp.getOperand(numResults + position);
     Type type = value.getType();
+    auto call = value.getDefiningOp<func::CallOp>();
+    Operation *callee = call ? symbolTable.lookup(call.getCallee()) : nullptr;
+    auto count = forwardResultCounts.find(callee);
+    if (count != forwardResultCounts.end() &&
+        cast<OpResult>(value).getResultNumber() >= count->second)
+      passesCalleeTape = true;
     if (type.isIndex() ||
         (type.isIntOrFloat() && type.getIntOrFloatBitWidth() <= 64)) {
       packed.push_back({position, width, 1, false});
       width += 1;
       continue;
     }
-    auto call = value.getDefiningOp<func::CallOp>();
-    if (!call)
-      continue;
-    auto it = records.find(symbolTable.lookup(call.getCallee()));
+    auto it = records.find(callee);
     if (it == records.end())
       continue;
     unsigned resultNumber = cast<OpResult>(value).getResultNumber();
@@ -1249,7 +1255,8 @@ unsigned DerivativeGenerator::packTape(func::FuncOp forward,
     packed.push_back({position, width, calleeRecord->width, true});
     width += calleeRecord->width;
   }
-  if (packed.size() <= kRecordThreshold) {
+  forwardResultCounts[forward] = numResults;
+  if (packed.size() <= kRecordThreshold || !passesCalleeTape) {
     // The callees' records this function passes on stay records.
     for (const Packed &item : packed)
       if (item.isRecord)
@@ -1295,14 +1302,11 @@ unsigned DerivativeGenerator::packTape(func::FuncOp forward,
   }
   SmallVector<Value> results(returnOp.getOperands().take_front(numResults));
   results.push_back(record);
-  SmallVector<Value> tapeRest;
-  auto isPacked = [&](unsigned position) {
-    return llvm::any_of(packed, [&](const Packed &item) {
-      return item.position == position;
-    });
-  };
+  llvm::BitVector isPacked(numTapeValues);
+  for (const Packed &item : packed)
+    isPacked.set(item.position);
   for (unsigned position = 0; position < numTapeValues; ++position)
-    if (!isPacked(position))
+    if (!isPacked.test(position))
       results.push_back(returnOp.getOperand(numResults + position));
   returnOp->setOperands(results);
   forward.setType(FunctionType::get(context, forward.getArgumentTypes(),
@@ -1329,8 +1333,10 @@ unsigned DerivativeGenerator::packTape(func::FuncOp forward,
           argument.getType());
     argument.replaceAllUsesWith(part);
   }
-  for (const Packed &item : llvm::reverse(packed))
-    pullbackEntry.eraseArgument(1 + item.position);
+  llvm::BitVector erased(pullbackEntry.getNumArguments());
+  for (const Packed &item : packed)
+    erased.set(1 + item.position);
+  pullbackEntry.eraseArguments(erased);
   pullback.setType(FunctionType::get(context, pullbackEntry.getArgumentTypes(),
                                      pullback.getResultTypes()));
   records[forward] = {TapeRecord{numResults, width}};
@@ -1379,14 +1385,23 @@ DerivativeGenerator::generate(func::FuncOp callee, ArrayRef<int64_t> wrt) {
   // Simplify the adjoint as a whole (sparse cotangents, zero accumulators,
   // unread operands), then drop the tape values it no longer reads.
   simplifyAdjoints(pullbackFunction);
-  for (unsigned i = reverse.tape.size(); i-- > 0;) {
-    if (!pullbackBody->getArgument(i).use_empty())
-      continue;
-    pullbackBody->eraseArgument(i);
-    Value unread = reverse.tape[i];
-    reverse.tape.erase(reverse.tape.begin() + i);
-    if (!llvm::is_contained(reverse.tape, unread))
-      eraseWriteOnlyBuffer(unread);
+  {
+    llvm::BitVector unread(pullbackBody->getNumArguments());
+    SmallVector<Value> kept, dropped;
+    for (auto [i, value] : llvm::enumerate(reverse.tape)) {
+      if (pullbackBody->getArgument(i).use_empty()) {
+        unread.set(i);
+        dropped.push_back(value);
+      } else {
+        kept.push_back(value);
+      }
+    }
+    pullbackBody->eraseArguments(unread);
+    reverse.tape = std::move(kept);
+    llvm::DenseSet<Value> stillRead(reverse.tape.begin(), reverse.tape.end());
+    for (Value value : dropped)
+      if (!stillRead.contains(value))
+        eraseWriteOnlyBuffer(value);
   }
   pullbackFunction.setType(FunctionType::get(
       callee.getContext(), pullbackBody->getArgumentTypes(), gradientTypes));

@@ -69,9 +69,10 @@ public:
 
 private:
   /// Packs the scalar tape values of a generated pair (and the records of
-  /// the callees among them) into one record when there are many: a chain
-  /// of calls then passes one value per level instead of every value of
-  /// every level below. Returns the number of tape values left.
+  /// the callees among them) into one record when there are many and some
+  /// come from the tapes of callees: a chain of calls then passes one value
+  /// per level instead of every value of every level below. Returns the
+  /// number of tape values left.
   unsigned packTape(func::FuncOp forward, func::FuncOp pullback,
                     unsigned numResults, unsigned numTapeValues);
 
@@ -97,6 +98,9 @@ private:
   llvm::MapVector<Operation *, RecursionWidth> recursionWidths;
   /// Per generated forward function: the results that are records.
   DenseMap<Operation *, SmallVector<TapeRecord, 1>> records;
+  /// Per generated (non-recursive) forward function: the number of the
+  /// callee's own results, before its tape.
+  DenseMap<Operation *, unsigned> forwardResultCounts;
   MemoryWriteCheck memoryWrites;
 };
 
