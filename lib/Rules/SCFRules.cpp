@@ -151,39 +151,6 @@ static bool needsGrowableTape(scf::ForOp loop) {
   return false;
 }
 
-/// In a recursive function every loop takes one row of the recursion's tape
-/// per iteration, and the rows of what runs inside an iteration (another
-/// loop, a recursive call) would interleave with them, where the reverse
-/// loop expects its rows one after the other. Such loops are reported.
-static LogicalResult checkRowsDoNotInterleave(Operation *loop,
-                                              ForwardEmitter &emitter) {
-  if (!emitter.inRecursion())
-    return success();
-  Operation *inner = nullptr;
-  loop->walk([&](Operation *op) {
-    if (op == loop)
-      return WalkResult::advance();
-    auto call = dyn_cast<func::CallOp>(op);
-    auto callee = call ? SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
-                             call, call.getCalleeAttr())
-                       : func::FuncOp();
-    if (isa<LoopLikeOpInterface>(op) ||
-        (callee && emitter.isSameRecursion(callee))) {
-      inner = op;
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
-  if (!inner)
-    return success();
-  InFlightDiagnostic diag = loop->emitError(
-      "cannot differentiate this loop yet: in a recursive function, a loop "
-      "may not run another loop or a recursive call (their tape rows would "
-      "interleave with the loop's)");
-  diag.attachNote(inner->getLoc()) << "this runs inside the loop";
-  return diag;
-}
-
 struct ForRule : ReverseRuleOpInterface::ExternalModel<ForRule, scf::ForOp> {
   bool usesGrowableTape(Operation *op) const {
     return needsGrowableTape(cast<scf::ForOp>(op));
@@ -587,8 +554,11 @@ struct WhileRule
 
   LogicalResult emitForward(Operation *op, ForwardEmitter &emitter) const {
     auto loop = cast<scf::WhileOp>(op);
-    if (failed(checkRowsDoNotInterleave(op, emitter)))
-      return failure();
+    // In a recursive function, what runs inside an evaluation (another
+    // loop, a recursive call) takes the rows after the evaluation's own:
+    // each row then keeps the row of the evaluation before it (a back link,
+    // a residual of the condition op), and the loop counts its iterations.
+    bool linked = emitter.inRecursion();
     OpBuilder &b = emitter.getBuilder();
     Location loc = loop.getLoc();
     // The carried tapes: this loop's (buffer, next row) first, then those
@@ -597,9 +567,12 @@ struct WhileRule
     Value firstRow = tapes[1];
     Value width = emitter.getRowWidth(op);
     ArrayRef<Value> nested = ArrayRef<Value>(tapes).drop_front(2);
+    Type indexType = b.getIndexType();
 
     // Carried: the original values, the current row, the tape, the nested
-    // tapes.
+    // tapes; with back links, also the previous evaluation's row and the
+    // number of iterations so far (into the body, the first free row after
+    // the condition region's instead of the previous row).
     SmallVector<Value> inits;
     for (Value init : loop.getInits())
       inits.push_back(emitter.lookup(init));
@@ -607,12 +580,18 @@ struct WhileRule
     inits.push_back(firstRow);
     inits.push_back(tapes[0]);
     llvm::append_range(inits, nested);
+    if (linked) {
+      inits.push_back(firstRow); // never followed
+      inits.push_back(arith::ConstantIndexOp::create(b, loc, 0));
+    }
     unsigned numPassed = loop.getNumResults();
     SmallVector<Type> resultTypes(loop.getResultTypes());
-    resultTypes.push_back(b.getIndexType());
+    resultTypes.push_back(indexType);
     resultTypes.push_back(tapes[0].getType());
     for (Value tape : nested)
       resultTypes.push_back(tape.getType());
+    if (linked)
+      resultTypes.append({indexType, indexType});
     auto forward = scf::WhileOp::create(b, loc, resultTypes, inits);
 
     Block &originalBefore = loop.getBefore().front();
@@ -625,24 +604,52 @@ struct WhileRule
     forward.getAfter().push_back(after);
     for (Type type : resultTypes)
       after->addArgument(type, loc);
+    unsigned numNested = nested.size();
 
     // Emits one region whose block carries (row, tape, nested...) from
-    // position `first`; returns the values to pass on after its ops.
+    // position `first` (then, with back links, (previous row or first free
+    // row, count)); returns the values to pass on after its ops.
     auto emitRegion = [&](Block &original, Block *target, unsigned first,
-                          bool grow) -> FailureOr<SmallVector<Value>> {
+                          bool isBefore) -> FailureOr<SmallVector<Value>> {
       Value row = target->getArgument(first);
       Value tape = target->getArgument(first + 1);
-      if (grow)
+      ValueRange nestedTapes =
+          target->getArguments().slice(first + 2, numNested);
+      if (isBefore)
         tape = growTapeIfFull(b, loc, tape, row, width);
-      SmallVector<Value> carried = {tape, row};
-      llvm::append_range(carried, target->getArguments().drop_front(first + 2));
+      Value freeRow = row;
+      if (linked) {
+        Value link = target->getArgument(first + 2 + numNested);
+        if (isBefore) {
+          freeRow = arith::AddIOp::create(
+              b, loc, row, arith::ConstantIndexOp::create(b, loc, 1));
+          emitter.setResiduals(original.getTerminator(), {link});
+        } else {
+          freeRow = link;
+        }
+      }
+      SmallVector<Value> carried = {tape, freeRow};
+      llvm::append_range(carried, nestedTapes);
       emitter.setCarriedTapes(op, carried);
       emitter.beginRows(target, op, row, tape);
       if (failed(emitter.emitOps(original, /*withTerminator=*/false)))
         return failure();
       SmallVector<Value> current = emitter.getCarriedTapes(op);
-      SmallVector<Value> passed = {row, tape};
+      SmallVector<Value> passed = {row, current[0]};
       llvm::append_range(passed, ArrayRef<Value>(current).drop_front(2));
+      if (linked) {
+        Value count = target->getArguments().back();
+        if (isBefore) {
+          passed.push_back(current[1]);
+          passed.push_back(count);
+        } else {
+          // The next evaluation's row, and its back link.
+          passed[0] = current[1];
+          passed.push_back(row);
+          passed.push_back(arith::AddIOp::create(
+              b, loc, count, arith::ConstantIndexOp::create(b, loc, 1)));
+        }
+      }
       return passed;
     };
     {
@@ -651,7 +658,7 @@ struct WhileRule
       emitter.mapValues(originalBefore.getArguments(),
                         before->getArguments().take_front(numInits));
       FailureOr<SmallVector<Value>> carried =
-          emitRegion(originalBefore, before, numInits, /*grow=*/true);
+          emitRegion(originalBefore, before, numInits, /*isBefore=*/true);
       if (failed(carried))
         return failure();
       auto condition = cast<scf::ConditionOp>(originalBefore.getTerminator());
@@ -669,27 +676,33 @@ struct WhileRule
       emitter.mapValues(originalAfter.getArguments(),
                         after->getArguments().take_front(numPassed));
       FailureOr<SmallVector<Value>> carried =
-          emitRegion(originalAfter, after, numPassed, /*grow=*/false);
+          emitRegion(originalAfter, after, numPassed, /*isBefore=*/false);
       if (failed(carried))
         return failure();
       SmallVector<Value> yields;
       for (Value value : originalAfter.getTerminator()->getOperands())
         yields.push_back(emitter.lookup(value));
-      Value one = arith::ConstantIndexOp::create(b, loc, 1);
-      (*carried)[0] = arith::AddIOp::create(b, loc, (*carried)[0], one);
+      if (!linked) {
+        Value one = arith::ConstantIndexOp::create(b, loc, 1);
+        (*carried)[0] = arith::AddIOp::create(b, loc, (*carried)[0], one);
+      }
       llvm::append_range(yields, *carried);
       scf::YieldOp::create(b, loc, yields);
     }
 
     Value lastRow = forward.getResult(numPassed);
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
-    SmallVector<Value> carried = {forward.getResult(numPassed + 1),
-                                  arith::AddIOp::create(b, loc, lastRow, one)};
-    llvm::append_range(carried, forward.getResults().drop_front(numPassed + 2));
+    Value freeRow = linked ? forward.getResult(numPassed + 2 + numNested)
+                           : arith::AddIOp::create(b, loc, lastRow, one);
+    SmallVector<Value> carried = {forward.getResult(numPassed + 1), freeRow};
+    llvm::append_range(carried,
+                       forward.getResults().slice(numPassed + 2, numNested));
     emitter.mapResults(op, forward.getResults().take_front(numPassed));
     emitter.setCarriedTapes(op, carried);
-    // The adjoint reads the first and the last row of this execution.
-    emitter.setResiduals(op, {firstRow, lastRow});
+    // The adjoint reads the first and the last row of this execution (with
+    // back links, the last row and the number of iterations).
+    emitter.setResiduals(op, {linked ? forward.getResults().back() : firstRow,
+                              lastRow});
     return success();
   }
 
@@ -698,7 +711,8 @@ struct WhileRule
     OpBuilder &b = emitter.getBuilder();
     Location loc = loop.getLoc();
     SmallVector<Value> residuals = emitter.getResiduals(op);
-    Value firstRow = residuals[0], lastRow = residuals[1];
+    bool linked = emitter.inRecursion();
+    Value lastRow = residuals[1];
     Block &before = loop.getBefore().front();
     Block &after = loop.getAfter().front();
     auto condition = cast<scf::ConditionOp>(before.getTerminator());
@@ -714,12 +728,16 @@ struct WhileRule
         outer.push_back(value);
 
     // The condition region in `row`, given the cotangents of what it passes;
-    // returns the cotangents of its arguments.
+    // returns the cotangents of its arguments (with back links, then the
+    // row of the evaluation before).
     auto reverseBefore = [&](Value row,
                              ArrayRef<Value> passedCotangents)
         -> FailureOr<SmallVector<Value>> {
       emitter.resetCotangents(before);
       emitter.beginRows(&before, op, row);
+      Value previousRow;
+      if (linked)
+        previousRow = emitter.getResiduals(condition)[0];
       for (auto [position, cotangent] : llvm::zip(passed, passedCotangents))
         emitter.addCotangent(condition.getArgs()[position], cotangent);
       if (failed(emitter.emitReverseOps(before)))
@@ -727,6 +745,8 @@ struct WhileRule
       SmallVector<Value> cotangents;
       for (unsigned position : carried)
         cotangents.push_back(emitter.getCotangent(before.getArgument(position)));
+      if (linked)
+        cotangents.push_back(previousRow);
       emitter.endRows(&before);
       return cotangents;
     };
@@ -746,19 +766,30 @@ struct WhileRule
       inits.push_back(emitter.getCotangent(value));
     Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
     Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
-    Value iterations = arith::SubIOp::create(b, loc, lastRow, firstRow);
+    Value iterations =
+        linked ? residuals[0]
+               : arith::SubIOp::create(b, loc, lastRow, residuals[0]);
+    // With back links the row of the iteration being reversed is carried
+    // after the cotangents of the arguments (the link of the last row
+    // first, from reverseBefore), before the cotangents of outer values.
+    unsigned numLinks = linked ? 1 : 0;
     auto reverse = scf::ForOp::create(b, loc, c0, iterations, c1, inits);
     Block *reverseBody = reverse.getBody();
     dropTerminator(reverseBody);
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(reverseBody);
-      Value fromLast = arith::AddIOp::create(b, loc, reverse.getInductionVar(),
-                                             c1);
-      Value row = arith::SubIOp::create(b, loc, lastRow, fromLast);
+      Value row;
+      if (linked) {
+        row = reverseBody->getArgument(1 + carried.size());
+      } else {
+        Value fromLast = arith::AddIOp::create(
+            b, loc, reverse.getInductionVar(), c1);
+        row = arith::SubIOp::create(b, loc, lastRow, fromLast);
+      }
       for (auto [index, value] : llvm::enumerate(outer))
-        emitter.setCotangent(
-            value, reverseBody->getArgument(1 + carried.size() + index));
+        emitter.setCotangent(value, reverseBody->getArgument(
+                                        1 + carried.size() + numLinks + index));
 
       emitter.resetCotangents(after);
       emitter.beginRows(&after, op, row);
@@ -783,7 +814,8 @@ struct WhileRule
       scf::YieldOp::create(b, loc, yields);
     }
     for (auto [index, value] : llvm::enumerate(outer))
-      emitter.setCotangent(value, reverse.getResult(carried.size() + index));
+      emitter.setCotangent(
+          value, reverse.getResult(carried.size() + numLinks + index));
     for (auto [index, position] : llvm::enumerate(carried))
       emitter.addCotangent(loop.getInits()[position], reverse.getResult(index));
     return success();

@@ -90,6 +90,54 @@ func.func @pong(%x: f64, %n: index) -> f64 {
   return %w : f64
 }
 
+// A while loop whose iterations each recurse, with a loop nest in its body
+// and a while loop in its condition region.
+func.func @while_calls(%x: f64, %n: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %done = arith.cmpi eq, %n, %c0 : index
+  %r = scf.if %done -> (f64) {
+    %s = math.sin %x : f64
+    scf.yield %s : f64
+  } else {
+    %m = arith.subi %n, %c1 : index
+    %w:2 = scf.while (%a = %x, %k = %c0) : (f64, index) -> (f64, index) {
+      // Two steps of a while loop in the condition region.
+      %inner:2 = scf.while (%b = %a, %j = %c0) : (f64, index) -> (f64, index) {
+        %more = arith.cmpi ult, %j, %c2 : index
+        scf.condition(%more) %b, %j : f64, index
+      } do {
+      ^bb0(%b: f64, %j: index):
+        %c = math.cos %b : f64
+        %tenth = arith.constant 0.1 : f64
+        %u = arith.mulf %c, %tenth : f64
+        %y = arith.addf %u, %b : f64
+        %j1 = arith.addi %j, %c1 : index
+        scf.yield %y, %j1 : f64, index
+      }
+      %go = arith.cmpi ult, %k, %c2 : index
+      scf.condition(%go) %inner#0, %k : f64, index
+    } do {
+    ^bb0(%a: f64, %k: index):
+      %t = func.call @while_calls(%a, %m) : (f64, index) -> f64
+      %nest = scf.for %i = %c0 to %c2 step %c1 iter_args(%z = %t) -> (f64) {
+        %s = math.sin %z : f64
+        %h = arith.constant 0.5 : f64
+        %v = arith.mulf %s, %h : f64
+        %y = arith.addf %v, %a : f64
+        scf.yield %y : f64
+      }
+      %q = arith.constant 0.3 : f64
+      %y = arith.mulf %nest, %q : f64
+      %k1 = arith.addi %k, %c1 : index
+      scf.yield %y, %k1 : f64, index
+    }
+    scf.yield %w#0 : f64
+  }
+  return %r : f64
+}
+
 func.func @report(%name: i64, %n: index, %g: f64, %fd: f64) {
   %tol = arith.constant 1.0e-6 : f64
   %floor = arith.constant 1.0e-2 : f64
@@ -136,6 +184,14 @@ func.func @check(%x: f64, %n: index) {
   %fd2 = arith.divf %d2, %h2 : f64
   %id2 = arith.constant 2 : i64
   func.call @report(%id2, %n, %g2, %fd2) : (i64, index, f64, f64) -> ()
+
+  %g3 = ad.grad @while_calls(%x, %n) : (f64, index) -> f64
+  %p3 = func.call @while_calls(%xp, %n) : (f64, index) -> f64
+  %m3 = func.call @while_calls(%xm, %n) : (f64, index) -> f64
+  %d3 = arith.subf %p3, %m3 : f64
+  %fd3 = arith.divf %d3, %h2 : f64
+  %id3 = arith.constant 3 : i64
+  func.call @report(%id3, %n, %g3, %fd3) : (i64, index, f64, f64) -> ()
   return
 }
 
@@ -156,10 +212,14 @@ func.func @main() {
 // CHECK-NOT: FAIL
 // CHECK: 1 n=0 ok
 // CHECK: 2 n=0 ok
+// CHECK: 3 n=0 ok
 // CHECK: 1 n=1 ok
 // CHECK: 2 n=1 ok
+// CHECK: 3 n=1 ok
 // CHECK: 1 n=2 ok
 // CHECK: 2 n=2 ok
+// CHECK: 3 n=2 ok
 // CHECK: 1 n=3 ok
 // CHECK: 2 n=3 ok
+// CHECK: 3 n=3 ok
 // CHECK-NOT: FAIL

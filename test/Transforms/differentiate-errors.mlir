@@ -403,40 +403,6 @@ func.func @caller(%x: f64, %n: index) -> f64 {
 
 // -----
 
-// In a recursive function, a while loop that runs a recursive call: the
-// rows of its iterations would interleave with the callee's (scf.for loops
-// link their rows back instead; scf.while loops do not yet).
-func.func @rec_while(%x: f64, %n: index) -> f64 {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %done = arith.cmpi eq, %n, %c0 : index
-  %r = scf.if %done -> (f64) {
-    scf.yield %x : f64
-  } else {
-    %m = arith.subi %n, %c1 : index
-    // expected-error @+1 {{cannot differentiate this loop yet: in a recursive function, a loop may not run another loop or a recursive call}}
-    %w:2 = scf.while (%a = %x, %k = %c0) : (f64, index) -> (f64, index) {
-      %go = arith.cmpi ult, %k, %c1 : index
-      scf.condition(%go) %a, %k : f64, index
-    } do {
-    ^bb0(%a: f64, %k: index):
-      // expected-note @+1 {{this runs inside the loop}}
-      %t = func.call @rec_while(%a, %m) : (f64, index) -> f64
-      %k1 = arith.addi %k, %c1 : index
-      scf.yield %t, %k1 : f64, index
-    }
-    scf.yield %w#0 : f64
-  }
-  return %r : f64
-}
-
-func.func @caller(%x: f64, %n: index) -> f64 {
-  %g = ad.grad @rec_while(%x, %n) : (f64, index) -> f64
-  return %g : f64
-}
-
-// -----
-
 // Buffers, vectors and integers holding a float's bits carry its derivative
 // through memory as well.
 func.func @copy_buffer(%x: f64) -> f64 {
