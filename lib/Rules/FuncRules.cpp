@@ -23,9 +23,7 @@ namespace {
 static FailureOr<DerivativeFunctions>
 lookupCalleeDerivative(func::CallOp call, DifferentiationEmitter &emitter) {
   // The verifier of func.call guarantees the callee exists.
-  auto callee =
-      SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(call,
-                                                         call.getCalleeAttr());
+  func::FuncOp callee = emitter.lookupCallee(call);
   SmallVector<int64_t> wrt;
   for (auto [index, operand] : llvm::enumerate(call.getOperands()))
     if (emitter.isActive(operand))
@@ -37,9 +35,7 @@ lookupCalleeDerivative(func::CallOp call, DifferentiationEmitter &emitter) {
 static bool isRecursive(func::CallOp call, const DerivativeFunctions &functions,
                         DifferentiationEmitter &emitter) {
   return functions.recursiveForward &&
-         emitter.isSameRecursion(
-             SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
-                 call, call.getCalleeAttr()));
+         emitter.isSameRecursion(emitter.lookupCallee(call));
 }
 
 struct CallRule
@@ -68,6 +64,23 @@ struct CallRule
       emitter.setResiduals(call, {tape[1]});
       return success();
     }
+    if (functions->recursiveForward && emitter.usesSharedTape(call)) {
+      // A recursive callee from outside its recursion, in a loop or in
+      // another recursion: its rows go to the tape threaded here, from the
+      // next free row on (a fresh tape per call would be a buffer, which
+      // neither a loop iteration nor a row can keep).
+      emitter.shareTapeWith(call, emitter.lookupCallee(call));
+      SmallVector<Value> tape = emitter.getCarriedTapes(call);
+      operands.append({tape[0], tape[1]});
+      auto forwardCall =
+          func::CallOp::create(emitter.getBuilder(), call.getLoc(),
+                               functions->recursiveForward, operands);
+      emitter.mapResults(call, forwardCall.getResults().take_front(numResults));
+      emitter.setCarriedTapes(call,
+                              forwardCall.getResults().drop_front(numResults));
+      emitter.setResiduals(call, {tape[1]});
+      return success();
+    }
     auto forwardCall = func::CallOp::create(
         emitter.getBuilder(), call.getLoc(), functions->forward, operands);
     emitter.mapResults(call, forwardCall.getResults().take_front(numResults));
@@ -83,16 +96,21 @@ struct CallRule
     if (failed(functions))
       return failure();
     bool recursive = isRecursive(call, *functions, emitter);
+    bool shared = !recursive && functions->recursiveForward &&
+                  emitter.usesSharedTape(call);
     SmallVector<Value> operands;
-    if (recursive)
+    if (recursive || (shared && emitter.inRecursion()))
       operands.push_back(emitter.getRecursionTape());
+    else if (shared)
+      operands.push_back(emitter.getGrowableTape(call));
     llvm::append_range(operands, emitter.getResiduals(call));
     for (Value result : call.getResults())
       if (isDifferentiableType(result.getType()))
         operands.push_back(emitter.getCotangent(result));
     auto pullbackCall = func::CallOp::create(
         emitter.getBuilder(), call.getLoc(),
-        recursive ? functions->recursivePullback : functions->pullback,
+        recursive || shared ? functions->recursivePullback
+                            : functions->pullback,
         operands);
     for (auto [position, gradient] :
          llvm::zip(functions->wrt, pullbackCall.getResults()))

@@ -68,6 +68,12 @@ public:
   }
   bool isSameRecursion(func::FuncOp) override { return false; }
   bool inRecursion() override { return false; }
+  // Bodies hold no calls (Preparation rewrites such generics as loops).
+  bool usesSharedTape(func::CallOp) override { return false; }
+  func::FuncOp lookupCallee(func::CallOp call) override {
+    return SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+        call, call.getCalleeAttr());
+  }
 
   Value getPrimal(Value original) override { return mapping.lookup(original); }
   SmallVector<Value> getResiduals(Operation *) override { return {}; }
@@ -121,6 +127,7 @@ public:
   void endRows(Block *) override {}
   void resetCotangents(Block &) override {}
   Value getRecursionTape() override { return nullptr; }
+  Value getGrowableTape(Operation *) override { return nullptr; }
 
 private:
   OpBuilder &builder;

@@ -58,6 +58,9 @@ public:
   bool isSameRecursion(func::FuncOp callee) override {
     return generator.inSameRecursion(function, callee);
   }
+  func::FuncOp lookupCallee(func::CallOp call) override {
+    return generator.lookupFunction(call.getCalleeAttr());
+  }
 
 protected:
   DerivativeGenerator &generator;
@@ -94,6 +97,9 @@ struct GrowableTape {
   /// the buffer current where it is inserted (a call may have reallocated
   /// the one the row started with).
   SmallVector<Value> bufferHistory;
+  /// Whether the rows are those of a recursive callee (a call's tape), whose
+  /// width the generator sets.
+  bool filledByRecursion = false;
 };
 
 /// A forward block whose values the adjoint reads from a row of a growable
@@ -199,11 +205,6 @@ static Value iterationSlice(OpBuilder &b, Location loc, Value buffer,
                                    strides);
 }
 
-/// Values defined in branch ops nested at least this deep are stored in a
-/// buffer in the branch that defines them, rather than carried out as a
-/// result of each enclosing branch op (which grows as depth x values).
-static constexpr unsigned kBranchTapeDepth = 3;
-
 /// The forward sweep over one function.
 class ForwardSweep : public Sweep<ForwardEmitter> {
 public:
@@ -303,16 +304,46 @@ public:
       auto rule = dyn_cast<ReverseRuleOpInterface>(op);
       // In a recursive function every loop fills rows of the recursion's
       // tape, so any region op or call may carry it.
+      auto call = dyn_cast<func::CallOp>(op);
       if (recursionKey && (isRecursiveCall(op) ||
+                           (call && usesSharedTape(call)) ||
                            (rule && op->getNumRegions() > 0)))
         keys.insert(recursionKey);
-      else if (rule && rule.usesGrowableTape())
+      else if ((rule && rule.usesGrowableTape()) ||
+               (call && usesSharedTape(call)))
         keys.insert(op);
     });
     return keys.takeVector();
   }
 
   bool inRecursion() override { return recursionKey != nullptr; }
+
+  bool usesSharedTape(func::CallOp call) override {
+    func::FuncOp callee = generator.lookupFunction(call.getCalleeAttr());
+    if (!callee || callee.isExternal() ||
+        !generator.inSameRecursion(callee, callee) ||
+        generator.inSameRecursion(function, callee))
+      return false;
+    if (recursionKey)
+      return true;
+    for (Operation *parent = call->getParentOp(); parent != function;
+         parent = parent->getParentOp())
+      if (isa<scf::ForOp, scf::WhileOp>(parent))
+        return true;
+    return false;
+  }
+
+  void shareTapeWith(Operation *originalCall, func::FuncOp callee) override {
+    if (recursionKey) {
+      generator.shareRecursionTape(function, callee);
+      return;
+    }
+    GrowableTape &tape = growableTape(originalCall);
+    if (tape.filledByRecursion)
+      return;
+    tape.filledByRecursion = true;
+    generator.addRecursionWidth(callee, tape.forwardWidth, 0);
+  }
 
   /// The tape `original` writes its rows to: its own, or in a recursive
   /// function the recursion's.
@@ -326,9 +357,7 @@ public:
     if (!call)
       return false;
     auto symbol = dyn_cast<SymbolRefAttr>(call.getCallableForCallee());
-    auto callee =
-        symbol ? SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(op, symbol)
-               : func::FuncOp();
+    func::FuncOp callee = generator.lookupFunction(symbol);
     return callee && generator.inSameRecursion(function, callee);
   }
 
@@ -473,8 +502,8 @@ public:
           "value", IntegerAttr::get(IndexType::get(entry->getParentOp()->getContext()),
                                     branchTape.slots.size()));
     for (auto &[loop, tape] : growableTapes) {
-      if (loop == recursionKey)
-        continue; // Shared by the recursion; the generator sets it.
+      if (loop == recursionKey || tape.filledByRecursion)
+        continue; // Rows of a recursion; the generator sets the width.
       auto width = IntegerAttr::get(IndexType::get(loop->getContext()),
                                     tape.width);
       for (Operation *placeholder : {tape.forwardWidth, tape.pullbackWidth})
@@ -774,7 +803,13 @@ public:
         body(pullbackBody) {}
 
   Value getRecursionTape() override { return recursionTape; }
+  Value getGrowableTape(Operation *original) override {
+    return tapeEntryValue(forward.growableTape(original).buffer);
+  }
   bool inRecursion() override { return recursionTape != nullptr; }
+  bool usesSharedTape(func::CallOp call) override {
+    return forward.usesSharedTape(call);
+  }
   /// In a recursive pullback: the shared tape argument.
   Value recursionTape;
 
@@ -1120,25 +1155,135 @@ DerivativeGenerator::reachableFrom(func::FuncOp function) {
   return reachable[function] = std::move(seen);
 }
 
+func::FuncOp DerivativeGenerator::lookupFunction(SymbolRefAttr symbol) {
+  if (!symbol || !symbol.getNestedReferences().empty())
+    return nullptr;
+  return symbolTable.lookup<func::FuncOp>(symbol.getRootReference());
+}
+
+/// Tarjan's algorithm over the functions of the module, without native
+/// recursion (call chains may be thousands deep).
+void DerivativeGenerator::computeRecursions() {
+  SmallVector<func::FuncOp> functions;
+  DenseMap<Operation *, unsigned> indexOf;
+  for (auto function : symbolTable.getOp()->getRegion(0).getOps<func::FuncOp>()) {
+    indexOf[function] = functions.size();
+    functions.push_back(function);
+  }
+  unsigned n = functions.size();
+  SmallVector<SmallVector<unsigned>> edges(n);
+  SmallVector<bool> selfCall(n, false);
+  for (auto [i, function] : llvm::enumerate(functions)) {
+    function.walk([&, i = i](CallOpInterface call) {
+      auto symbol = dyn_cast<SymbolRefAttr>(call.getCallableForCallee());
+      func::FuncOp callee = lookupFunction(symbol);
+      if (!callee)
+        return;
+      unsigned j = indexOf.lookup(callee);
+      edges[i].push_back(j);
+      if (j == i)
+        selfCall[i] = true;
+    });
+  }
+  constexpr unsigned unvisited = ~0u;
+  SmallVector<unsigned> order(n, unvisited), low(n, 0), component(n, 0);
+  SmallVector<bool> onStack(n, false);
+  SmallVector<unsigned> stack;
+  // (node, next edge to visit)
+  SmallVector<std::pair<unsigned, unsigned>> frames;
+  unsigned counter = 0;
+  componentIsRecursion.clear();
+  for (unsigned start = 0; start < n; ++start) {
+    if (order[start] != unvisited)
+      continue;
+    frames.push_back({start, 0});
+    order[start] = low[start] = counter++;
+    stack.push_back(start);
+    onStack[start] = true;
+    while (!frames.empty()) {
+      auto &[node, next] = frames.back();
+      if (next < edges[node].size()) {
+        unsigned target = edges[node][next++];
+        if (order[target] == unvisited) {
+          order[target] = low[target] = counter++;
+          stack.push_back(target);
+          onStack[target] = true;
+          frames.push_back({target, 0});
+        } else if (onStack[target]) {
+          low[node] = std::min(low[node], order[target]);
+        }
+        continue;
+      }
+      unsigned finished = node;
+      frames.pop_back();
+      if (!frames.empty())
+        low[frames.back().first] =
+            std::min(low[frames.back().first], low[finished]);
+      if (low[finished] != order[finished])
+        continue;
+      unsigned id = componentIsRecursion.size();
+      unsigned size = 0;
+      unsigned member;
+      do {
+        member = stack.pop_back_val();
+        onStack[member] = false;
+        component[member] = id;
+        ++size;
+      } while (member != finished);
+      componentIsRecursion.push_back(size > 1 || selfCall[finished]);
+    }
+  }
+  componentRoot.assign(componentIsRecursion.size(), nullptr);
+  for (auto [i, function] : llvm::enumerate(functions)) {
+    componentOf[function] = component[i];
+    // The first member by name: the same whichever member asks.
+    Operation *&root = componentRoot[component[i]];
+    if (!root || function.getSymName() < cast<func::FuncOp>(root).getSymName())
+      root = function;
+  }
+}
+
 bool DerivativeGenerator::inSameRecursion(func::FuncOp a, func::FuncOp b) {
-  return reachableFrom(a).contains(b) && reachableFrom(b).contains(a);
+  if (componentOf.empty())
+    computeRecursions();
+  auto itA = componentOf.find(a), itB = componentOf.find(b);
+  if (itA == componentOf.end() || itB == componentOf.end())
+    return false;
+  return itA->second == itB->second && componentIsRecursion[itA->second];
 }
 
 Operation *DerivativeGenerator::recursionRoot(func::FuncOp function) {
-  func::FuncOp root = function;
-  for (Operation *member : reachableFrom(function)) {
-    auto candidate = cast<func::FuncOp>(member);
-    if (candidate.getSymName() < root.getSymName() &&
-        inSameRecursion(function, candidate))
-      root = candidate;
-  }
+  if (componentOf.empty())
+    computeRecursions();
+  auto it = componentOf.find(function);
+  return it == componentOf.end() ? function.getOperation()
+                                 : componentRoot[it->second];
+}
+
+Operation *DerivativeGenerator::widthGroup(Operation *root) {
+  while (Operation *merged = mergedWidths.lookup(root))
+    root = merged;
   return root;
+}
+
+void DerivativeGenerator::shareRecursionTape(func::FuncOp a, func::FuncOp b) {
+  Operation *groupA = widthGroup(recursionRoot(a));
+  Operation *groupB = widthGroup(recursionRoot(b));
+  if (groupA == groupB)
+    return;
+  RecursionWidth moved = recursionWidths.lookup(groupB);
+  recursionWidths.erase(groupB);
+  RecursionWidth &width = recursionWidths[groupA];
+  llvm::append_range(width.placeholders, moved.placeholders);
+  width.slots = std::max(width.slots, moved.slots);
+  mergedWidths[groupB] = groupA;
 }
 
 void DerivativeGenerator::addRecursionWidth(func::FuncOp function,
                                             Operation *placeholder,
                                             unsigned slots) {
-  RecursionWidth &width = recursionWidths[recursionRoot(function)];
+  RecursionWidth &width =
+      recursionWidths[widthGroup(recursionRoot(function))];
   if (placeholder)
     width.placeholders.push_back(placeholder);
   width.slots = std::max(width.slots, slots);

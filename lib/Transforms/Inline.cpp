@@ -44,10 +44,57 @@ static DenseSet<Operation *> recursiveFunctions(CallGraph &callGraph) {
   return recursive;
 }
 
-/// Moves every private, non-recursive function with a body that one
-/// func.call (and nothing else) refers to into that call, outermost callers
-/// first: each body moves once, into the function that is never inlined at
-/// the top of its chain.
+/// Moves the body of `callee`, a function with one block, in place of
+/// `call`: its ops go right before the call (moving only them: splitting
+/// the caller's block, as upstream's inlining does, would move everything
+/// after the call each time, quadratic along a chain), its arguments become
+/// the call's operands and its returned values the call's results. Fails,
+/// changing nothing, when a dialect does not allow inlining an op.
+static LogicalResult moveCallee(InlinerInterface &interface, func::CallOp call,
+                                func::FuncOp callee) {
+  Region &body = callee.getBody();
+  if (!body.hasOneBlock())
+    return failure();
+  Block &block = body.front();
+  auto returnOp = dyn_cast<func::ReturnOp>(block.getTerminator());
+  if (!returnOp || returnOp.getNumOperands() != call.getNumResults() ||
+      block.getNumArguments() != call.getNumOperands())
+    return failure();
+  IRMapping mapping;
+  Region *destination = call->getParentRegion();
+  if (!interface.isLegalToInline(call, callee, /*wouldBeCloned=*/false) ||
+      !interface.isLegalToInline(destination, &body, /*wouldBeCloned=*/false,
+                                 mapping))
+    return failure();
+  bool legal = !block
+                    .walk([&](Operation *op) {
+                      if (op == returnOp ||
+                          interface.isLegalToInline(op, destination,
+                                                    /*wouldBeCloned=*/false,
+                                                    mapping))
+                        return WalkResult::advance();
+                      return WalkResult::interrupt();
+                    })
+                    .wasInterrupted();
+  if (!legal)
+    return failure();
+  for (auto [argument, operand] :
+       llvm::zip(block.getArguments(), call.getOperands()))
+    argument.replaceAllUsesWith(operand);
+  call->getBlock()->getOperations().splice(call->getIterator(),
+                                           block.getOperations(), block.begin(),
+                                           returnOp->getIterator());
+  call.replaceAllUsesWith(returnOp.getOperands());
+  call.erase();
+  returnOp.erase();
+  return success();
+}
+
+/// Moves every private, non-recursive function with a one-block body that
+/// one func.call (and nothing else) refers to into that call, outermost
+/// callers first: each body moves once, into the function that is never
+/// inlined at the top of its chain. (Multi-block callees are left to step
+/// 2, which inlines them only where the caller's region may hold blocks.)
 static void inlineSingleUseCallees(ModuleOp module, CallGraph &callGraph) {
   DenseSet<Operation *> recursive = recursiveFunctions(callGraph);
   SymbolTable symbolTable(module);
@@ -71,7 +118,6 @@ static void inlineSingleUseCallees(ModuleOp module, CallGraph &callGraph) {
   };
 
   InlinerInterface interface(module.getContext());
-  InlinerConfig config;
   SmallVector<func::FuncOp> roots;
   for (auto function : module.getOps<func::FuncOp>())
     if (!function.isExternal() && !movable(function))
@@ -86,11 +132,8 @@ static void inlineSingleUseCallees(ModuleOp module, CallGraph &callGraph) {
         continue;
       SmallVector<func::CallOp> inner;
       callee.walk([&](func::CallOp nested) { inner.push_back(nested); });
-      if (failed(inlineCall(interface, config.getCloneCallback(), call,
-                            callee, &callee.getBody(),
-                            /*shouldCloneInlinedRegion=*/false)))
+      if (failed(moveCallee(interface, call, callee)))
         continue;
-      call.erase();
       symbolTable.erase(callee);
       llvm::append_range(worklist, inner);
     }

@@ -291,29 +291,34 @@ LogicalResult mlir::ad::prepareForDifferentiation(func::FuncOp function) {
   return success();
 }
 
-/// Whether `function` runs a loop, itself or through the functions it calls
-/// (then its tape holds buffers or rows). `seen` guards against cycles.
-static bool runsLoops(func::FuncOp function,
-                      llvm::SmallPtrSetImpl<Operation *> &seen) {
+/// Whether `function` keeps a buffer in its tape, itself or through the
+/// functions it calls: it runs a loop (per-iteration buffers or rows), or
+/// holds branch ops nested deep enough for the branch tape. `seen` guards
+/// against cycles.
+static bool keepsBuffers(func::FuncOp function, DerivativeGenerator &generator,
+                         llvm::SmallPtrSetImpl<Operation *> &seen) {
   if (function.isExternal() || !seen.insert(function).second)
     return false;
-  bool loops = false;
-  function.walk([&](Operation *op) {
-    if (isa<LoopLikeOpInterface>(op)) {
-      loops = true;
-      return WalkResult::interrupt();
-    }
-    if (auto call = dyn_cast<func::CallOp>(op)) {
-      auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
-          call, call.getCalleeAttr());
-      if (callee && runsLoops(callee, seen)) {
-        loops = true;
-        return WalkResult::interrupt();
-      }
-    }
-    return WalkResult::advance();
-  });
-  return loops;
+  auto deepBranch = [&](Operation *op) {
+    unsigned depth = 0;
+    for (; op != function; op = op->getParentOp())
+      if (isa<scf::IfOp, scf::IndexSwitchOp>(op))
+        ++depth;
+    return depth >= kBranchTapeDepth;
+  };
+  return function
+      .walk([&](Operation *op) {
+        if (isa<LoopLikeOpInterface>(op) ||
+            (isa<scf::IfOp, scf::IndexSwitchOp>(op) && deepBranch(op)))
+          return WalkResult::interrupt();
+        if (auto call = dyn_cast<func::CallOp>(op)) {
+          func::FuncOp callee = generator.lookupFunction(call.getCalleeAttr());
+          if (callee && keepsBuffers(callee, generator, seen))
+            return WalkResult::interrupt();
+        }
+        return WalkResult::advance();
+      })
+      .wasInterrupted();
 }
 
 LogicalResult
@@ -333,12 +338,12 @@ mlir::ad::inlineLoopCallsWithLoops(func::FuncOp function,
         calls.push_back(call);
     });
     for (func::CallOp call : calls) {
-      auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
-          call, call.getCalleeAttr());
+      func::FuncOp callee = generator.lookupFunction(call.getCalleeAttr());
       llvm::SmallPtrSet<Operation *, 8> seen;
       if (!callee || callee.isExternal() ||
           generator.inSameRecursion(callee, callee) ||
-          !callee.getBody().hasOneBlock() || !runsLoops(callee, seen))
+          !callee.getBody().hasOneBlock() ||
+          !keepsBuffers(callee, generator, seen))
         continue;
       if (failed(inlineCall(interface, config.getCloneCallback(), call,
                             callee, &callee.getBody())))

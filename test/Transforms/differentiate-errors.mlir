@@ -365,44 +365,6 @@ func.func @caller(%x: f64) -> f64 {
 
 // -----
 
-// A call of a recursive function inside a loop of a non-recursive one: its
-// tape is a growable buffer, which a loop iteration cannot store yet.
-func.func @rec(%x: f64, %n: index) -> f64 {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %done = arith.cmpi eq, %n, %c0 : index
-  %r = scf.if %done -> (f64) {
-    scf.yield %x : f64
-  } else {
-    %m = arith.subi %n, %c1 : index
-    %s = math.sin %x : f64
-    %p = func.call @rec(%s, %m) : (f64, index) -> f64
-    %q = arith.mulf %p, %x : f64
-    scf.yield %q : f64
-  }
-  return %r : f64
-}
-
-func.func @loop_calls_rec(%x: f64, %n: index) -> f64 {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %c2 = arith.constant 2 : index
-  %r = scf.for %i = %c0 to %c2 step %c1 iter_args(%a = %x) -> (f64) {
-    // expected-error @+1 {{cannot keep a value of type 'memref<?xf64>' for the adjoint of this op yet}}
-    %v = func.call @rec(%a, %n) : (f64, index) -> f64
-    scf.yield %v : f64
-  }
-  return %r : f64
-}
-
-func.func @caller(%x: f64, %n: index) -> f64 {
-  // expected-note @+1 {{while differentiating this call of @loop_calls_rec}}
-  %g = ad.grad @loop_calls_rec(%x, %n) : (f64, index) -> f64
-  return %g : f64
-}
-
-// -----
-
 // Buffers, vectors and integers holding a float's bits carry its derivative
 // through memory as well.
 func.func @copy_buffer(%x: f64) -> f64 {

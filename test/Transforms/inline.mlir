@@ -78,3 +78,29 @@ func.func @helper(%x: f64) -> f64 {
   %t = arith.mulf %s, %c : f64
   return %t : f64
 }
+
+// A callee with several blocks, called once from inside an scf.if (whose
+// region holds one block): not moved there (found by review: step 1 once
+// made invalid IR), and left alone by step 2 as well.
+// CHECK-LABEL: func.func @multi_block_caller
+// CHECK: scf.if
+// CHECK: call @multi_block
+func.func @multi_block_caller(%x: f64, %c: i1) -> f64 {
+  %r = scf.if %c -> (f64) {
+    %y = func.call @multi_block(%x) : (f64) -> f64
+    scf.yield %y : f64
+  } else {
+    scf.yield %x : f64
+  }
+  return %r : f64
+}
+func.func private @multi_block(%x: f64) -> f64 {
+  %z = arith.constant 0.0 : f64
+  %p = arith.cmpf ogt, %x, %z : f64
+  cf.cond_br %p, ^pos, ^neg
+^pos:
+  %s = math.sin %x : f64
+  return %s : f64
+^neg:
+  return %x : f64
+}

@@ -48,12 +48,20 @@ public:
   virtual FailureOr<DerivativeFunctions>
   getDerivativeFunctions(func::FuncOp callee, ArrayRef<int64_t> wrt,
                          Operation *requester) = 0;
+  /// The callee of `call` (null if the module has no such function).
+  virtual func::FuncOp lookupCallee(func::CallOp call) = 0;
   /// Whether the function being differentiated and `callee` call each other
   /// (a call between them uses the recursive versions and the shared tape).
   virtual bool isSameRecursion(func::FuncOp callee) = 0;
   /// Whether the function being differentiated is recursive: then every
   /// loop keeps its tape in rows of the recursion's shared tape.
   virtual bool inRecursion() = 0;
+  /// Whether `call`, a call of a recursive function outside the recursion
+  /// of the function being differentiated, threads a growable tape whose
+  /// rows the callee's recursion fills: in a recursive function (its
+  /// recursion's tape), or inside a loop (a tape of the call's own, since a
+  /// loop iteration cannot keep the buffer a fresh tape would be).
+  virtual bool usesSharedTape(func::CallOp call) = 0;
 };
 
 /// The forward sweep: emits the augmented forward function.
@@ -109,6 +117,11 @@ public:
   /// row `row` of `tape`, the growable tape of `originalWhile`.
   virtual void beginRows(Block *forwardBlock, Operation *originalWhile,
                          Value row, Value tape) = 0;
+  /// For `originalCall`, a call of the recursive function `callee` from
+  /// outside its recursion that threads a growable tape (see
+  /// usesSharedTape): makes that tape's rows as wide as the rows of
+  /// `callee`'s recursion, which fills them.
+  virtual void shareTapeWith(Operation *originalCall, func::FuncOp callee) = 0;
 };
 
 /// The reverse sweep: emits the pullback function.
@@ -156,6 +169,9 @@ public:
   virtual void resetCotangents(Block &original) = 0;
   /// In the pullback of a recursive function: the shared tape.
   virtual Value getRecursionTape() = 0;
+  /// The final buffer of the growable tape of `original` (a loop, or a call
+  /// that threads one), usable in the pullback.
+  virtual Value getGrowableTape(Operation *original) = 0;
 };
 
 /// Whether values of `type` carry gradients (float scalars, ranked tensors

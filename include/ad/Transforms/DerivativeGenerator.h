@@ -21,6 +21,12 @@
 
 namespace mlir::ad {
 
+/// Values defined in scf.if / scf.index_switch ops nested at least this deep
+/// directly under a function's entry are stored in the function's branch
+/// tape (a buffer) instead of being carried out of every enclosing branch
+/// op, which would grow as depth x values.
+inline constexpr unsigned kBranchTapeDepth = 3;
+
 /// Owns the derivative functions generated in one module.
 class DerivativeGenerator {
 public:
@@ -40,14 +46,24 @@ public:
   InFlightDiagnostic emitError(Operation *op, const Twine &message);
 
   /// Whether `a` and `b` call each other, directly or through other
-  /// functions (a function calling itself is in its own recursion).
+  /// functions (a function calling itself is in its own recursion). The
+  /// recursions are those of the module when first asked (preparation only
+  /// inlines non-recursive callees, which keeps them).
   bool inSameRecursion(func::FuncOp a, func::FuncOp b);
+
+  /// The function of the module named by `symbol`, or null (constant time,
+  /// unlike a lookup from an op, which scans the module).
+  func::FuncOp lookupFunction(SymbolRefAttr symbol);
 
   /// Registers a row-width placeholder (an arith.constant of index type) of
   /// the tape shared by the recursion of `function`, and the slots one of
   /// its functions needs; finalize() sets every placeholder to the maximum.
   void addRecursionWidth(func::FuncOp function, Operation *placeholder,
                          unsigned slots);
+
+  /// Makes the rows of the tapes of the recursions of `a` and `b` equally
+  /// wide: one of them writes rows into the other's tape.
+  void shareRecursionTape(func::FuncOp a, func::FuncOp b);
 
   /// Completes what needs every function generated: row widths of the tapes
   /// shared by recursive functions. Call after the last getOrCreate.
@@ -90,12 +106,22 @@ private:
   SmallVector<Operation *> requesters;
   /// Reachability through calls, computed on demand.
   DenseMap<Operation *, llvm::SmallPtrSet<Operation *, 8>> reachable;
+  /// The strongly connected component of each function in the call graph,
+  /// and whether it is a recursion (a cycle), computed on first use.
+  DenseMap<Operation *, unsigned> componentOf;
+  SmallVector<bool> componentIsRecursion;
+  SmallVector<Operation *> componentRoot;
+  void computeRecursions();
   /// Per recursion root: width placeholders and the widest row.
   struct RecursionWidth {
     SmallVector<Operation *> placeholders;
     unsigned slots = 0;
   };
   llvm::MapVector<Operation *, RecursionWidth> recursionWidths;
+  /// Recursion roots whose width group was merged into another's.
+  DenseMap<Operation *, Operation *> mergedWidths;
+  /// The width group of a recursion root (after merges).
+  Operation *widthGroup(Operation *root);
   /// Per generated forward function: the results that are records.
   DenseMap<Operation *, SmallVector<TapeRecord, 1>> records;
   /// Per generated (non-recursive) forward function: the number of the
