@@ -492,8 +492,17 @@ public:
   }
 
   /// The branch tape (a buffer of f64 slots allocated at entry), once a
-  /// value has been stored in it.
+  /// value has been stored in it, and its number of slots.
   Value getBranchTape() const { return branchTape.buffer; }
+  unsigned getBranchTapeWidth() const { return branchTape.slots.size(); }
+  /// Erases the placeholder of the branch tape's width once the buffer is
+  /// allocated with a static size.
+  void eraseBranchTapeWidthIfUnused() {
+    if (branchTape.width && branchTape.width->use_empty()) {
+      branchTape.width->erase();
+      branchTape.width = nullptr;
+    }
+  }
 
   /// Sets every row width now that all slots are known.
   void finalizeGrowableTapes() {
@@ -1355,10 +1364,10 @@ static func::FuncOp createCompanion(SymbolTable &symbolTable,
 /// many tape values fit one: small tapes stay scalars in registers.
 static constexpr unsigned kRecordThreshold = 16;
 
-unsigned DerivativeGenerator::packTape(func::FuncOp forward,
-                                       func::FuncOp pullback,
-                                       unsigned numResults,
-                                       unsigned numTapeValues) {
+unsigned DerivativeGenerator::packTape(
+    func::FuncOp forward, func::FuncOp pullback, unsigned numResults,
+    unsigned numTapeValues,
+    ArrayRef<std::pair<unsigned, unsigned>> ownRecords) {
   auto returnOp = cast<func::ReturnOp>(forward.getBody().front().getTerminator());
   Block &pullbackEntry = pullback.getBody().front();
   // What goes in: scalars of at most 64 bits (one slot each), and records
@@ -1385,6 +1394,14 @@ unsigned DerivativeGenerator::packTape(func::FuncOp forward,
         (type.isIntOrFloat() && type.getIntOrFloatBitWidth() <= 64)) {
       packed.push_back({position, width, 1, false});
       width += 1;
+      continue;
+    }
+    const auto *own = llvm::find_if(ownRecords, [&](const auto &record) {
+      return record.first == position;
+    });
+    if (own != ownRecords.end()) {
+      packed.push_back({position, width, own->second, true});
+      width += own->second;
       continue;
     }
     auto it = records.find(callee);
@@ -1548,6 +1565,43 @@ DerivativeGenerator::generate(func::FuncOp callee, ArrayRef<int64_t> wrt) {
       if (!stillRead.contains(value))
         eraseWriteOnlyBuffer(value);
   }
+  // The branch tape leaves the forward function as a tensor of static
+  // shape, which a caller can keep per loop iteration, in a row, or in its
+  // record, like any other; the pullback reads it with tensor.extract.
+  SmallVector<std::pair<unsigned, unsigned>> ownRecords;
+  if (Value buffer = forward.getBranchTape()) {
+    auto position = llvm::find(reverse.tape, buffer);
+    if (position != reverse.tape.end()) {
+      unsigned index = position - reverse.tape.begin();
+      unsigned width = forward.getBranchTapeWidth();
+      auto alloc = buffer.getDefiningOp<memref::AllocOp>();
+      Location loc = alloc.getLoc();
+      Type f64 = Float64Type::get(callee.getContext());
+      OpBuilder b(alloc);
+      Value fixed =
+          memref::AllocOp::create(b, loc, MemRefType::get({width}, f64));
+      alloc.replaceAllUsesWith(
+          memref::CastOp::create(b, loc, alloc.getType(), fixed).getResult());
+      alloc.erase();
+      forward.eraseBranchTapeWidthIfUnused();
+      auto tensorType = RankedTensorType::get({width}, f64);
+      reverse.tape[index] = bufferization::ToTensorOp::create(
+          forward.getBuilder(), loc, tensorType, fixed, /*restrict=*/true,
+          /*writable=*/false);
+      BlockArgument argument = pullbackBody->getArgument(index);
+      argument.setType(tensorType);
+      for (Operation *user : llvm::make_early_inc_range(argument.getUsers())) {
+        auto load = cast<memref::LoadOp>(user);
+        OpBuilder reader(load);
+        load.replaceAllUsesWith(
+            tensor::ExtractOp::create(reader, load.getLoc(), argument,
+                                      load.getIndices())
+                .getResult());
+        load.erase();
+      }
+      ownRecords.push_back({index, width});
+    }
+  }
   pullbackFunction.setType(FunctionType::get(
       callee.getContext(), pullbackBody->getArgumentTypes(), gradientTypes));
 
@@ -1569,7 +1623,7 @@ DerivativeGenerator::generate(func::FuncOp callee, ArrayRef<int64_t> wrt) {
   functions.wrt.assign(wrt.begin(), wrt.end());
   functions.numTapeValues =
       packTape(forwardFunction, pullbackFunction, terminator->getNumOperands(),
-               reverse.tape.size());
+               reverse.tape.size(), ownRecords);
   return functions;
 }
 

@@ -291,29 +291,19 @@ LogicalResult mlir::ad::prepareForDifferentiation(func::FuncOp function) {
   return success();
 }
 
-/// Whether `function` keeps a buffer in its tape, itself or through the
-/// functions it calls: it runs a loop (per-iteration buffers or rows), or
-/// holds branch ops nested deep enough for the branch tape. `seen` guards
-/// against cycles.
-static bool keepsBuffers(func::FuncOp function, DerivativeGenerator &generator,
-                         llvm::SmallPtrSetImpl<Operation *> &seen) {
+/// Whether `function` runs a loop, itself or through the functions it calls
+/// (then its tape holds buffers or rows). `seen` guards against cycles.
+static bool runsLoops(func::FuncOp function, DerivativeGenerator &generator,
+                      llvm::SmallPtrSetImpl<Operation *> &seen) {
   if (function.isExternal() || !seen.insert(function).second)
     return false;
-  auto deepBranch = [&](Operation *op) {
-    unsigned depth = 0;
-    for (; op != function; op = op->getParentOp())
-      if (isa<scf::IfOp, scf::IndexSwitchOp>(op))
-        ++depth;
-    return depth >= kBranchTapeDepth;
-  };
   return function
       .walk([&](Operation *op) {
-        if (isa<LoopLikeOpInterface>(op) ||
-            (isa<scf::IfOp, scf::IndexSwitchOp>(op) && deepBranch(op)))
+        if (isa<LoopLikeOpInterface>(op))
           return WalkResult::interrupt();
         if (auto call = dyn_cast<func::CallOp>(op)) {
           func::FuncOp callee = generator.lookupFunction(call.getCalleeAttr());
-          if (callee && keepsBuffers(callee, generator, seen))
+          if (callee && runsLoops(callee, generator, seen))
             return WalkResult::interrupt();
         }
         return WalkResult::advance();
@@ -343,7 +333,7 @@ mlir::ad::inlineLoopCallsWithLoops(func::FuncOp function,
       if (!callee || callee.isExternal() ||
           generator.inSameRecursion(callee, callee) ||
           !callee.getBody().hasOneBlock() ||
-          !keepsBuffers(callee, generator, seen))
+          !runsLoops(callee, generator, seen))
         continue;
       if (failed(inlineCall(interface, config.getCloneCallback(), call,
                             callee, &callee.getBody())))

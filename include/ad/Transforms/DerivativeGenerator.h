@@ -89,8 +89,11 @@ private:
   /// come from the tapes of callees: a chain of calls then passes one value
   /// per level instead of every value of every level below. Returns the
   /// number of tape values left.
+  /// `ownRecords` are (tape position, slots) of the function's own records
+  /// (its branch tape).
   unsigned packTape(func::FuncOp forward, func::FuncOp pullback,
-                    unsigned numResults, unsigned numTapeValues);
+                    unsigned numResults, unsigned numTapeValues,
+                    ArrayRef<std::pair<unsigned, unsigned>> ownRecords);
 
   FailureOr<DerivativeFunctions> generate(func::FuncOp callee,
                                           ArrayRef<int64_t> wrt);
