@@ -12,6 +12,7 @@ Shapes:
   for       scf.for loops nested N deep around one update
   if        scf.if nested N deep, each branch computing a few values
   switch    one scf.index_switch with N cases
+  branchy   a chain of N functions, each with branches nested three deep
   lower     the calls chain through --ad-lower-to-llvm
 
 Usage: bench/compile-time.py [--ad-opt PATH] [--timeout S] [shape[:size,...]]...
@@ -50,6 +51,43 @@ def calls(n):
             lines += ["  %y = arith.mulf %s, %x : f64"]
         lines += ["  return %y : f64", "}"]
     return "\n".join(lines) + driver("g0")
+
+
+def branchy_calls(n):
+    """A chain of n functions, each with scf.if nested three deep (deep
+    enough for the branch tape) before calling the next."""
+    lines = []
+    for i in range(n):
+        lines += [f"func.func @b{i}(%x: f64) -> f64 {{",
+                  "  %z = arith.constant -10.0 : f64",
+                  "  %c0 = arith.cmpf ogt, %x, %z : f64",
+                  "  %r0 = scf.if %c0 -> (f64) {",
+                  "    %v0 = math.sin %x : f64",
+                  "    %c1 = arith.cmpf ogt, %v0, %z : f64",
+                  "    %r1 = scf.if %c1 -> (f64) {",
+                  "      %v1 = math.sin %v0 : f64",
+                  "      %c2 = arith.cmpf ogt, %v1, %z : f64",
+                  "      %r2 = scf.if %c2 -> (f64) {",
+                  "        %v2 = math.exp %v1 : f64",
+                  "        scf.yield %v2 : f64",
+                  "      } else {",
+                  "        scf.yield %x : f64",
+                  "      }",
+                  "      scf.yield %r2 : f64",
+                  "    } else {",
+                  "      scf.yield %x : f64",
+                  "    }",
+                  "    scf.yield %r1 : f64",
+                  "  } else {",
+                  "    scf.yield %x : f64",
+                  "  }"]
+        if i + 1 < n:
+            lines += [f"  %y = func.call @b{i + 1}(%r0) : (f64) -> f64",
+                      "  %s = arith.mulf %y, %x : f64",
+                      "  return %s : f64", "}"]
+        else:
+            lines += ["  return %r0 : f64", "}"]
+    return "\n".join(lines) + driver("b0")
 
 
 def nested_for(n):
@@ -129,6 +167,7 @@ SHAPES = {
     "for": (nested_for, [10, 20, 30], ["--ad-differentiate"]),
     "if": (nested_if, [200, 400, 800], ["--ad-differentiate"]),
     "switch": (switch, [500, 1000, 2000], ["--ad-differentiate"]),
+    "branchy": (branchy_calls, [400, 800, 1600], ["--ad-differentiate"]),
     "lower": (calls, [250, 500, 1000], ["--ad-lower-to-llvm"]),
 }
 
