@@ -309,8 +309,9 @@ public:
                            (call && usesSharedTape(call)) ||
                            (rule && op->getNumRegions() > 0)))
         keys.insert(recursionKey);
-      else if ((rule && rule.usesGrowableTape()) ||
-               (call && usesSharedTape(call)))
+      else if (call && usesSharedTape(call))
+        keys.insert(function);
+      else if (rule && rule.usesGrowableTape())
         keys.insert(op);
     });
     return keys.takeVector();
@@ -338,12 +339,20 @@ public:
       generator.shareRecursionTape(function, callee);
       return;
     }
-    GrowableTape &tape = growableTape(originalCall);
-    if (tape.filledByRecursion)
+    // Every such call in this function fills one tape, keyed by the
+    // function: the recursions of all their callees get one row width.
+    GrowableTape &tape = growableTape(function);
+    if (tape.filledByRecursion) {
+      generator.shareRecursionTape(firstSharedCallee, callee);
       return;
+    }
     tape.filledByRecursion = true;
+    firstSharedCallee = callee;
     generator.addRecursionWidth(callee, tape.forwardWidth, 0);
   }
+
+  /// The callee of the first call that filled the function's shared tape.
+  func::FuncOp firstSharedCallee;
 
   /// The tape `original` writes its rows to: its own, or in a recursive
   /// function the recursion's.
@@ -813,6 +822,9 @@ public:
 
   Value getRecursionTape() override { return recursionTape; }
   Value getGrowableTape(Operation *original) override {
+    // Calls of recursive functions share the function's tape.
+    if (isa<func::CallOp>(original))
+      original = function;
     return tapeEntryValue(forward.growableTape(original).buffer);
   }
   bool inRecursion() override { return recursionTape != nullptr; }
@@ -1298,6 +1310,15 @@ void DerivativeGenerator::addRecursionWidth(func::FuncOp function,
   width.slots = std::max(width.slots, slots);
 }
 
+void DerivativeGenerator::forgetWidthPlaceholdersIn(
+    ArrayRef<func::FuncOp> functions) {
+  for (auto &entry : recursionWidths)
+    llvm::erase_if(entry.second.placeholders, [&](Operation *placeholder) {
+      return llvm::is_contained(functions,
+                                placeholder->getParentOfType<func::FuncOp>());
+    });
+}
+
 void DerivativeGenerator::finalize() {
   for (auto &[root, width] : recursionWidths) {
     auto attr = IntegerAttr::get(IndexType::get(root->getContext()),
@@ -1521,6 +1542,7 @@ DerivativeGenerator::generate(func::FuncOp callee, ArrayRef<int64_t> wrt) {
       createCompanion(symbolTable, callee, forwardFunction,
                       derivativeName(callee, "pb", wrt), cotangentTypes);
   auto discard = [&]() {
+    forgetWidthPlaceholdersIn({forwardFunction, pullbackFunction});
     symbolTable.erase(forwardFunction);
     symbolTable.erase(pullbackFunction);
     return failure();
@@ -1690,6 +1712,8 @@ DerivativeGenerator::generateRecursive(func::FuncOp callee,
   generated[key] = functions;
   auto discard = [&]() {
     generated.erase(key);
+    forgetWidthPlaceholdersIn({forwardFunction, pullbackFunction,
+                               recursiveForward, recursivePullback});
     for (func::FuncOp function : {forwardFunction, pullbackFunction,
                                   recursiveForward, recursivePullback})
       symbolTable.erase(function);

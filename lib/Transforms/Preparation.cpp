@@ -291,10 +291,12 @@ LogicalResult mlir::ad::prepareForDifferentiation(func::FuncOp function) {
   return success();
 }
 
-/// Whether `function` runs a loop, itself or through the functions it calls
-/// (then its tape holds buffers or rows). `seen` guards against cycles.
-static bool runsLoops(func::FuncOp function, DerivativeGenerator &generator,
-                      llvm::SmallPtrSetImpl<Operation *> &seen) {
+/// Whether the tape of `function` holds a buffer: it runs a loop or calls a
+/// recursive function, itself or through the functions it calls (a loop's
+/// per-iteration buffers or rows, a recursive callee's fresh tape). `seen`
+/// guards against cycles.
+static bool keepsBuffers(func::FuncOp function, DerivativeGenerator &generator,
+                         llvm::SmallPtrSetImpl<Operation *> &seen) {
   if (function.isExternal() || !seen.insert(function).second)
     return false;
   return function
@@ -303,7 +305,8 @@ static bool runsLoops(func::FuncOp function, DerivativeGenerator &generator,
           return WalkResult::interrupt();
         if (auto call = dyn_cast<func::CallOp>(op)) {
           func::FuncOp callee = generator.lookupFunction(call.getCalleeAttr());
-          if (callee && runsLoops(callee, generator, seen))
+          if (callee && (generator.inSameRecursion(callee, callee) ||
+                         keepsBuffers(callee, generator, seen)))
             return WalkResult::interrupt();
         }
         return WalkResult::advance();
@@ -333,7 +336,7 @@ mlir::ad::inlineLoopCallsWithLoops(func::FuncOp function,
       if (!callee || callee.isExternal() ||
           generator.inSameRecursion(callee, callee) ||
           !callee.getBody().hasOneBlock() ||
-          !runsLoops(callee, generator, seen))
+          !keepsBuffers(callee, generator, seen))
         continue;
       if (failed(inlineCall(interface, config.getCloneCallback(), call,
                             callee, &callee.getBody())))

@@ -445,3 +445,44 @@ module @inner {
     return %g : f64
   }
 }
+
+// -----
+
+// A loop calling a recursive function registers the loop's tape with the
+// callee's recursion; when the function then fails, the discarded tape is
+// forgotten (found by review: the generator set its width after it was
+// freed; the sanitizer build catches a regression).
+func.func @rec_callee(%x: f64, %n: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %done = arith.cmpi eq, %n, %c0 : index
+  %r = scf.if %done -> (f64) {
+    scf.yield %x : f64
+  } else {
+    %m = arith.subi %n, %c1 : index
+    %s = math.sin %x : f64
+    %p = func.call @rec_callee(%s, %m) : (f64, index) -> f64
+    scf.yield %p : f64
+  }
+  return %r : f64
+}
+
+func.func @loop_then_failure(%x: f64, %n: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %l = scf.for %i = %c0 to %c3 step %c1 iter_args(%a = %x) -> (f64) {
+    %v = func.call @rec_callee(%a, %n) : (f64, index) -> f64
+    scf.yield %v : f64
+  }
+  // expected-error @+1 {{no derivative rule for 'math.sincos'}}
+  %s, %c = math.sincos %l : f64
+  %y = arith.addf %s, %c : f64
+  return %y : f64
+}
+
+func.func @caller(%x: f64, %n: index) -> f64 {
+  // expected-note @+1 {{while differentiating this call of @loop_then_failure}}
+  %g = ad.grad @loop_then_failure(%x, %n) : (f64, index) -> f64
+  return %g : f64
+}

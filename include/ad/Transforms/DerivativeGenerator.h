@@ -125,6 +125,8 @@ private:
   DenseMap<Operation *, Operation *> mergedWidths;
   /// The width group of a recursion root (after merges).
   Operation *widthGroup(Operation *root);
+  /// Drops the width placeholders inside `functions`, which are discarded.
+  void forgetWidthPlaceholdersIn(ArrayRef<func::FuncOp> functions);
   /// Per generated forward function: the results that are records.
   DenseMap<Operation *, SmallVector<TapeRecord, 1>> records;
   /// Per generated (non-recursive) forward function: the number of the

@@ -27,9 +27,10 @@ LogicalResult prepareForDifferentiation(func::FuncOp function);
 
 /// Inlines, into `function`, the calls made inside its loops and branches
 /// (anywhere in it, when it is recursive) to non-recursive functions that
-/// run loops, themselves or through their callees: their tapes would hold
-/// buffers, which neither a loop iteration nor a row of a recursion's tape
-/// can keep. `generator` answers which functions are recursive.
+/// run loops or call recursive functions, themselves or through their
+/// callees: their tapes would hold buffers, which neither a loop iteration
+/// nor a row of a recursion's tape can keep. `generator` answers which
+/// functions are recursive.
 LogicalResult inlineLoopCallsWithLoops(func::FuncOp function,
                                        DerivativeGenerator &generator);
 
