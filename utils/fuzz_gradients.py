@@ -19,6 +19,18 @@ built from a seeded random generator:
   unstructured cf (block loops, diamonds, switches, early returns, with
   block arguments), recursion (self, tree and mutual, depth from an index
   argument or from the data);
+- in some programs (CHAIN_RATE), a chain of 10 to 30 functions without
+  loops, each calling the next (some from two sites, some inside an
+  scf.if), with selects, index arithmetic passed down, f64 arguments in
+  f32 programs and small tensors read at computed positions, called by
+  @f directly, in a loop and in a branch: their tapes grow down the chain
+  and are packed into records;
+- in some programs (NEST_RATE), scf.if and scf.index_switch nested 3 to
+  6 deep under the entry of @f or of a helper, each on a condition
+  computed at its own level from an index argument %key, whose value at
+  each point makes some points reach the innermost level and others
+  leave early; floats, i1 and index values of the inner levels are read
+  by the adjoint (from the branch tape);
 - tensors: splat, from_elements, generate, fill, extract, insert,
   extract_slice (also rank-reducing), insert_slice, expand_shape,
   collapse_shape, reshape, cast, concat, pad (constant or computed per
@@ -157,6 +169,16 @@ KNOWN_BUGS = {
         "several size-1 dimensions",
 }
 
+# Program shapes drawn from a generator of their own (seeded with the seed
+# and the number), so that programs without them stay as they were: the
+# rate of programs with a call chain (Generator.chain), and with branches
+# nested 3 to 6 deep (Generator.nest).
+CHAIN_RATE = 0.12
+NEST_RATE = 0.12
+# Scalars defined this many branch ops deep under a function's entry go to
+# its branch tape (kBranchTapeDepth in DerivativeGenerator.cpp).
+BRANCH_TAPE_DEPTH = 3
+
 LLVM_BIN = "/usr/lib/llvm-22/bin"
 RUNTIME_LIBS = ",".join(f"/usr/lib/llvm-22/lib/{lib}" for lib in
                         ("libmlir_runner_utils.so",
@@ -207,29 +229,41 @@ class Region:
     """The lines of a region (or a straight run of blocks) being written
     and the values visible in it: float values (scalars and tensors),
     index values; `depth`, the nesting of control flow, and `context`,
-    what encloses it ("loop", and "recursion" in a recursive function)."""
+    what encloses it ("loop", and "recursion" in a recursive function);
+    `branch`, how many branch ops (scf.if, scf.index_switch, or cf
+    branches that lifting makes into them) enclose it with no loop between
+    them and the function's entry (negative under a loop)."""
 
     def __init__(self, indent, floats=(), indices=(), depth=0,
-                 context=frozenset()):
+                 context=frozenset(), branch=0):
         self.indent = indent
         self.lines = []
         self.floats = list(floats)
         self.indices = list(indices)
         self.depth = depth
         self.context = context
+        self.branch = branch
+
+    def nested_branch(self, kinds):
+        """The branch depth of a region nested here as `kinds` say."""
+        if "loop" in kinds:
+            return -1000
+        return self.branch + ("branch" in kinds)
 
     def child(self, *kinds):
-        """A nested region (of a loop when `kinds` say so): it sees
-        everything visible here."""
+        """A nested region (of a loop or a branch op when `kinds` say so):
+        it sees everything visible here."""
         return Region(self.indent + 1, self.floats, self.indices,
-                      self.depth + 1, self.context | set(kinds))
+                      self.depth + 1, self.context | (set(kinds) - {"branch"}),
+                      self.nested_branch(kinds))
 
     def sibling(self, *kinds):
         """A block at the same level (a successor in a CFG, which lifting
-        puts in a loop when `kinds` say so): it sees what is visible here,
-        and what it defines is not visible after it."""
+        puts in a loop or a branch when `kinds` say so): it sees what is
+        visible here, and what it defines is not visible after it."""
         return Region(self.indent, self.floats, self.indices, self.depth,
-                      self.context | set(kinds))
+                      self.context | (set(kinds) - {"branch"}),
+                      self.nested_branch(kinds))
 
     def emit(self, line):
         self.lines.append("  " * self.indent + line)
@@ -285,16 +319,21 @@ def flit(value):
 @dataclass
 class Callee:
     """A generated function others may call: its argument types in order
-    ('$T' arguments are bounded by 2, 'index' ones by 5), float results
-    with their bounds; whether it runs a loop, a recursion, a loop nest (a
-    loop in a loop, a product reduction, a gather), itself or through its
-    callees."""
+    ('$T' and '$W' arguments are bounded by 2, 'index' ones by 5), float
+    results with their bounds; whether it runs a loop, a recursion, a loop
+    nest (a loop in a loop, a product reduction, a gather), itself or
+    through its callees; whether its tape holds a branch tape (branches
+    nested BRANCH_TAPE_DEPTH deep under its entry, or a callee's; noted
+    when it is called in a loop or a recursion); the position of its
+    argument %key (see Generator.nest), if any."""
     name: str
     types: list
     bounds: list
     loops: bool = False
     recursive: bool = False
     nests: bool = False
+    buffer: bool = False
+    key: int = None
 
 
 # ---------------------------------------------------------------------------
@@ -565,6 +604,12 @@ class Generator:
         self.tensor_rate = 0
         self.size_arg = None
         self.size_values = set()
+        self.runs_buffer = False
+        self.loop_free = False
+        self.chain = []
+        self.stops = None
+        self.arguments = []
+        self.terms = []
 
     # -- randomness ---------------------------------------------------------
 
@@ -591,7 +636,8 @@ class Generator:
         the README documents (a recursive callee inside a loop of a
         non-recursive function; inside a recursive function, a loop that
         runs another loop or a recursive call), or by a known bug named in
-        self.avoid. Constructs: "call" of `callee`; "loop"; "nest": a
+        self.avoid; and any loop in the links of a call chain
+        (self.loop_free). Constructs: "call" of `callee`; "loop"; "nest": a
         product reduction or a gather over a rank >= 2 tensor, which
         become loop nests; "unit_slice": a rank-reducing slice with
         several sizes 1."""
@@ -607,6 +653,7 @@ class Generator:
             "rank-reducing-unit-slice" in avoid and construct == "unit_slice",
             "recursive-callee-in-recursion" in avoid and recursive and
             "recursion" in context,
+            self.loop_free and construct in ("loop", "nest"),
         ])
 
     def allows(self, r, callee):
@@ -739,7 +786,11 @@ class Generator:
         return self.operand(r, x), self.other(r, x)
 
     def compare(self, r, a, b):
-        """An i1 (or tensor of i1) comparing a and b."""
+        """An i1 (or tensor of i1) comparing a and b (a and a constant when
+        b is a: a value compared with itself folds to a constant, and an
+        scf.if on it to one of its branches)."""
+        if b.name == a.name:
+            b = self.const(r, 0.3, a)
         name = self.fresh()
         pred = self.pick(["olt", "ogt", "ole", "oge", "ult", "ugt"])
         r.emit(f"{name} = arith.cmpf {pred}, {a.name}, {b.name} : {a.type}")
@@ -796,26 +847,65 @@ class Generator:
             self.budget -= 1
         getattr(self, kind)(r)
 
-    def call(self, r, callee=None, results_used=True):
-        """func.call of a generated function with operands from scope."""
+    def call(self, r, callee=None, results_used=True, first=None):
+        """func.call of a generated function with operands from scope (the
+        value `first` for its first '$T' argument, when given; this
+        function's %key for the callee's); returns its results."""
         callee = callee or self.pick(c for c in self.callees
                                      if self.allows(r, c))
         self.runs_recursion |= callee.recursive
         self.runs_loop |= callee.loops
         self.runs_nest |= callee.nests or (
             "loop" in r.context and (callee.loops or callee.recursive))
-        args = [self.limit(r, self.operand(r), 2.0).name if t == "$T"
-                else self.small_index(r) for t in callee.types]
+        self.runs_buffer |= callee.buffer
+        if callee.buffer and ("loop" in r.context or
+                              "recursion" in r.context):
+            self.note("branch_tape_callee_in_loop")
+        args = []
+        for k, t in enumerate(callee.types):
+            if t == "$T" and first is not None:
+                args.append(first.name)
+                first = None
+            elif t == "$T":
+                args.append(self.limit(r, self.operand(r), 2.0).name)
+            elif t == "$W":
+                args.append(self.widen(r, self.limit(r, self.operand(r),
+                                                     2.0)).name)
+            elif k == callee.key and "%key" in r.indices:
+                args.append("%key")
+            else:
+                args.append(self.small_index(r))
         names = [self.fresh() for _ in callee.bounds]
         rtypes = ", ".join(["$T"] * len(callee.bounds))
         r.emit(f"{', '.join(names)} = func.call {callee.name}("
                f"{', '.join(args)}) : ({', '.join(callee.types)}) -> "
                f"({rtypes})")
         self.note("call")
+        results = [Value(n, b) for n, b in zip(names, callee.bounds)]
         if results_used:
-            r.floats += [Value(n, b) for n, b in zip(names, callee.bounds)]
+            r.floats += results
         else:
             self.note("call_unused")
+        return results
+
+    def widen(self, r, x):
+        """arith.extf of a $T scalar to $W (an f64 of an f32 program)."""
+        w = Value(self.fresh(), x.bound, elem="$W")
+        r.emit(f"{w.name} = arith.extf {x.name} : $T to $W")
+        return w
+
+    def branch(self, r, sibling=False):
+        """A region of a branch op nested in r (a block of a CFG branch
+        next to r when `sibling`); notes when its scalars go to the
+        function's branch tape (self.runs_buffer)."""
+        b = r.sibling("branch") if sibling else r.child("branch")
+        self.deepen(b)
+        return b
+
+    def deepen(self, r):
+        """Notes when the scalars of region r go to the branch tape."""
+        if r.branch >= BRANCH_TAPE_DEPTH and "recursion" not in r.context:
+            self.runs_buffer = True
 
     def small_index(self, r):
         """An index in [0, 5] from scope, or a constant."""
@@ -844,7 +934,7 @@ class Generator:
         types = ", ".join(["$T"] * count)
         branches = []
         for _ in range(2):
-            b = r.child()
+            b = self.branch(r)
             self.statements(b, self.rng.randint(0, 3))
             ys = self.yields(b, count)
             b.emit(f"scf.yield {', '.join(y.name for y in ys)} : {types}")
@@ -1061,7 +1151,7 @@ class Generator:
         bounds = [0.0] * count
         for case in cases + ["default"]:
             r.emit(f"case {case} {{" if case != "default" else "default {")
-            b = r.child()
+            b = self.branch(r)
             if self.chance(0.3):
                 ys = self.execute_region(b, count)
             else:
@@ -2028,7 +2118,7 @@ class Generator:
         cond = self.condition(r)
         branches = []
         for _ in range(2):
-            b = r.child()
+            b = self.branch(r)
             y = t
             for _ in range(self.rng.randint(0, 2)):
                 y = self.elementwise(b, y)
@@ -2084,7 +2174,8 @@ class Generator:
         loop bounds."""
         r = Region(1)
         shapes = shapes or {}
-        r.floats = [shapes[n] if n in shapes else Value(n, 2.0)
+        r.floats = [shapes[n] if n in shapes else
+                    Value(n, 2.0, elem="$W" if t == "$W" else "$T")
                     for n, t in args if t != "index"]
         r.indices = [n for n, t in args
                      if t == "index" and not n.startswith("%d")]
@@ -2119,17 +2210,29 @@ class Generator:
 
     def helper(self, number):
         """A callable function: straight-line with structured control flow,
-        unstructured (cf), or recursive."""
-        kind = self.pick(["straight", "straight", "cf", "recursive"])
+        unstructured (cf), recursive, or (in a program with deep branches)
+        holding them."""
+        kind = self.pick(["straight", "straight", "cf", "recursive"] +
+                         (["nest"] * 2 if self.stops else []))
         name = f"@$Ph{number}"
         self.runs_loop = self.runs_recursion = self.runs_nest = False
+        self.runs_buffer = False
         if kind == "recursive":
             return self.recursive(name)
-        args = self.signature(self.rng.randint(1, 3), self.pick([0, 0, 1]))
+        extra = [("%key", "index")] if kind == "nest" else []
+        args = self.signature(self.rng.randint(1, 3), self.pick([0, 0, 1]),
+                              extra)
         r = self.function_region(args)
         self.budget = 4
         results = []
-        if kind == "cf":
+        if kind == "nest":
+            self.statements(r, self.rng.randint(1, 2))
+            main = self.nest(r, self.rng.randint(3, 6))
+            self.statements(r, self.rng.randint(0, 2))
+            rest = self.limit(r, self.result_of(r, 0), 1.0)
+            results = [self.bin(r, "arith.addf", main, rest,
+                                main.bound + 1.0)]
+        elif kind == "cf":
             self.note("cf")
             self.cf_body(r, self.rng.randint(1, 3))
             results = [self.result_of(r, 0)]
@@ -2140,8 +2243,11 @@ class Generator:
                 results.append(self.result_of(r, first))
         self.ret(r, results)
         self.write_function(name, args, ["$T"] * len(results), r)
-        return Callee(name, [t for _, t in args], [v.bound for v in results],
-                      self.runs_loop, self.runs_recursion, self.runs_nest)
+        types = [t for _, t in args]
+        return Callee(name, types, [v.bound for v in results],
+                      self.runs_loop, self.runs_recursion, self.runs_nest,
+                      self.runs_buffer,
+                      [n for n, _ in args].index("%key") if extra else None)
 
     def recursive(self, name):
         """x -> base(x) at depth 0, else combine(x, self(step(x), n - 1));
@@ -2159,7 +2265,7 @@ class Generator:
         if kind == "mutual":
             self.recursion_step(partner, name, floats, 1, decrement=False)
         return Callee(name, ["$T"] * floats + ["index"], [3.0],
-                      self.runs_loop, True, self.runs_nest)
+                      self.runs_loop, True, self.runs_nest, self.runs_buffer)
 
     def recursion_step(self, name, target, floats, calls, decrement):
         """One function of a recursion over %n: the base case when n == 0
@@ -2270,7 +2376,448 @@ class Generator:
             "  return %r : $T",
             "}"]))
         return Callee(wrapper, ["$T"] * floats, [3.0], self.runs_loop, True,
-                      self.runs_nest)
+                      self.runs_nest, self.runs_buffer)
+
+    # -- call chains ----------------------------------------------------------
+
+    def make_chain(self):
+        """A chain of 10 to 30 functions @$Pc<k> without loops, each calling
+        the next (sometimes from two sites, sometimes inside an scf.if):
+        scalars, a select on an i1 condition, index arithmetic passed down
+        the chain, an f64 argument in f32 programs (extf/truncf), sometimes
+        a small static tensor read at a computed index. Each link keeps a
+        few scalars for its adjoint and passes on its callee's tape, so a
+        few links up the tapes exceed 16 scalars and are packed into
+        records (DerivativeGenerator::packTape), which the links above pass
+        on in turn. The value passed down has a slope of 1 or 0.8 in the
+        link's first argument and the callee's result enters the link's
+        with a weight of 0.3 to 0.9, so deep links still weigh in the
+        gradient. What is not packed is passed on
+        as it is by every link above: tensors on a tape, and the tapes of
+        calls inside an scf.if (carried out of it), which a link calling
+        from two sites doubles. So only one link in a program with tensors
+        does tensor work, few links make the adjoint read a tensor, at most
+        one link calls inside an scf.if and at most two from two sites.
+        Returns the links, head first."""
+        self.note("call_chain")
+        callees, self.callees = self.callees, []
+        tensor_rate, self.tensor_rate = self.tensor_rate, 0
+        self.loop_free = True
+        length = self.rng.randint(10, 30)
+        tensor_link = self.rng.randrange(length) if tensor_rate else None
+        branch_link = self.rng.randrange(length) if self.chance(0.5) \
+            else None
+        two_sites = self.rng.sample(range(length), self.pick([0, 1, 2]))
+        links, below = [], None
+        for k in reversed(range(length)):
+            below = self.link(k, below, k == tensor_link, k == branch_link,
+                              k in two_sites)
+            links.append(below)
+        self.loop_free = False
+        self.callees = callees
+        self.tensor_rate = tensor_rate
+        return links[::-1]
+
+    def link(self, k, below, tensors, in_branch, two_sites):
+        """Link k of a chain, calling `below` (the last link calls none):
+        with tensor work when `tensors`, inside an scf.if when `in_branch`,
+        from two sites when `two_sites`."""
+        name = f"@$Pc{k}"
+        self.runs_loop = self.runs_recursion = self.runs_nest = False
+        self.runs_buffer = False
+        wide = self.elem == "f32" and self.chance(0.4)
+        args = self.signature(self.rng.randint(1, 2), self.pick([0, 1, 1]),
+                              [("%w0", "$W")] if wide else [])
+        r = self.function_region(args)
+        carrier = next(v for v in r.floats if v.type == "$T")
+        self.budget = self.pick([0, 0, 0, 1])
+        if wide:
+            self.note("chain_f64_argument")
+            w = self.un(r, self.pick(["math.sin", "math.tanh", "math.atan"]),
+                        Value("%w0", 2.0, elem="$W"), 1.6)
+            self.emit_value(r, Value(None, 1.6),
+                            f"arith.truncf {w.name} : $W to $T")
+        self.statements(r, self.rng.randint(1, 2))
+        if tensors:
+            self.tensor_work(r)
+        idx = self.index_arithmetic(r)
+        if self.chance(0.5):
+            self.read_at(r, idx, whole=0.1)
+        # Down the chain: the carrier, or on one side of a select -carrier
+        # or 0.8 carrier + 0.2 squash(v): a slope of 1 or 0.8 either way, a
+        # value of at most 2.
+        cond = self.condition(r)
+        if self.chance(0.5):
+            other = self.un(r, "arith.negf", carrier, carrier.bound)
+        else:
+            a = self.bin(r, "arith.mulf", carrier,
+                         self.const(r, 0.8, carrier), 1.6)
+            v = self.squash(r, self.operand(r))
+            b = self.bin(r, "arith.mulf", v, self.const(r, 0.2, v), 0.32)
+            other = self.bin(r, "arith.addf", a, b, 1.92)
+        down = self.emit_value(r, Value(None, 2.0),
+                               f"arith.select {cond}, {carrier.name}, "
+                               f"{other.name} : $T")
+        self.note("select")
+        out = self.limit(r, self.result_of(r, 0), 1.0)
+        if below is not None:
+            weights = [self.pick([0.9, -0.9, 0.75])]
+            if two_sites:
+                self.note("chain_two_sites")
+                weights = [0.6, -0.3]
+            for site, weight in enumerate(weights):
+                first = down if site == 0 else \
+                    self.limit(r, self.operand(r), 2.0)
+                res = self.link_call(r, below, first, in_branch and site == 0)
+                if self.chance(0.3):
+                    # A weight computed here, between 0.3 and |weight|: the
+                    # adjoint reads res.
+                    t = self.unit(r, self.operand(r), 0.3)
+                    c = self.bin(r, "arith.addf", t,
+                                 self.const(r, abs(weight) - 0.3, t),
+                                 abs(weight))
+                else:
+                    c = self.const(r, weight, res)
+                term = self.bin(r, "arith.mulf", res, c,
+                                res.bound * abs(weight))
+                out = self.bin(r, "arith.addf", out, term,
+                               out.bound + term.bound)
+        self.ret(r, [out])
+        self.write_function(name, args, ["$T"], r)
+        return Callee(name, [t for _, t in args], [out.bound],
+                      buffer=self.runs_buffer)
+
+    def link_call(self, r, callee, first, in_branch):
+        """A call of the next link with `first` as its first float,
+        directly or (`in_branch`) in both branches of an scf.if (with
+        -first in the else branch, so that the chain goes on whichever
+        branch is taken)."""
+        if not in_branch:
+            return self.call(r, callee, first=first)[0]
+        self.note("chain_call_in_branch")
+        cond = self.condition(r)
+        sides = []
+        for side in range(2):
+            b = self.branch(r)
+            arg = first if side == 0 else \
+                self.un(b, "arith.negf", first, first.bound)
+            sides.append((b, self.call(b, callee, first=arg)[0]))
+        name = self.fresh()
+        r.emit(f"{name} = scf.if {cond} -> ($T) {{")
+        for k, (b, res) in enumerate(sides):
+            if k:
+                r.emit("} else {")
+            r.lines += b.lines
+            r.emit(f"  scf.yield {res.name} : $T")
+        r.emit("}")
+        return Value(name, callee.bounds[0])
+
+    def index_arithmetic(self, r):
+        """An index in [0, 4], (n * a + b) mod 5 of an index n in scope (or
+        from the data), made visible in r."""
+        if r.indices and self.chance(0.8):
+            n = self.pick(r.indices)
+        else:
+            p = self.positive(r, self.limit(r, self.operand(r), 2.0), 0.0)
+            i, n = self.fresh(), self.fresh()
+            r.emit(f"{i} = arith.fptosi {p.name} : $T to i64")
+            r.emit(f"{n} = arith.index_cast {i} : i64 to index")
+        a, b = self.pick([1, 2, 3]), self.pick([1, 2, 3])
+        if a > 1:
+            m = self.fresh()
+            r.emit(f"{m} = arith.muli {n}, {self.index(r, a)} : index")
+            n = m
+        m, out = self.fresh(), self.fresh()
+        r.emit(f"{m} = arith.addi {n}, {self.index(r, b)} : index")
+        r.emit(f"{out} = arith.remui {m}, {self.index(r, 5)} : index")
+        r.indices.append(out)
+        self.note("index_arithmetic")
+        return out
+
+    def read_at(self, r, idx, whole=0.6):
+        """Makes the adjoint read an index computed here from idx: the
+        position of an element of a small static tensor (with probability
+        `whole` through an op on the whole tensor, whose adjoint may read
+        the tensor), or float(position) times a value. Returns the
+        float."""
+        n = self.pick([2, 3, 4])
+        pos = self.fresh()
+        r.emit(f"{pos} = arith.remui {idx}, {self.index(r, n)} : index")
+        self.note("read_at_index")
+        if self.chance(0.3):
+            i, f = self.fresh(), self.fresh()
+            r.emit(f"{i} = arith.index_cast {pos} : index to i64")
+            r.emit(f"{f} = arith.sitofp {i} : i64 to $T")
+            x = self.limit(r, self.operand(r), 1.0)
+            return self.bin(r, "arith.mulf", x, Value(f, n - 1), n - 1)
+        t = self.source_from_elements(r, (n,), (False,))
+        if self.chance(whole):
+            t = self.elementwise(r, t)
+        v = Value(self.fresh(), t.bound)
+        r.emit(f"{v.name} = tensor.extract {t.name}[{pos}] : {t.type}")
+        r.floats.append(v)
+        return v
+
+    def chain_calls(self, r):
+        """Calls of the chain's head in @f: directly (on an argument of
+        @f), in a loop, in a branch (one to three of these), and sometimes
+        of a link further down (which is then called from two sites). Their
+        results are added to @f's result (self.terms), so that the chain
+        weighs in its gradient."""
+        head = self.chain[0]
+        ways = self.rng.sample(["direct", "loop", "branch"],
+                               self.rng.randint(1, 3))
+        for way in ways:
+            if way == "loop" and not self.allows(r.child("loop"), head):
+                way = "direct"
+            self.note("chain_" + way)
+            if way == "direct":
+                x = self.pick(self.arguments) if self.arguments else None
+                self.call(r, head, first=x)
+            elif way == "loop":
+                self.call_in_loop(r, head)
+            else:
+                self.call_in_branch(r, head)
+            self.terms.append(r.floats[-1])
+        if self.chance(0.3):
+            self.note("chain_second_site")
+            self.call(r, self.pick(self.chain[1:]))
+
+    def call_in_loop(self, r, callee):
+        """An scf.for whose body calls `callee` (a link of a chain, a
+        function with deep branches) and carries a value updated from its
+        result."""
+        self.enter_loop(r)
+        lower, upper, step = self.loop_bounds(r)
+        init = self.limit(r, self.operand(r), 2.0)
+        body = r.child("loop")
+        iv = self.fresh("%i")
+        body.indices.append(iv)
+        s = Value(self.fresh("%s"), 2.0)
+        body.floats.append(s)
+        self.statements(body, self.rng.randint(0, 2))
+        res = self.call(body, callee, first=s if self.chance(0.5) else None)
+        e = self.squash(body, res[0])
+        half = self.bin(body, "arith.mulf", s, self.const(body, 0.5, s), 1.0)
+        e = self.bin(body, "arith.mulf", e, self.const(body, 0.5, e), 0.8)
+        nxt = self.bin(body, "arith.addf", half, e, 1.8)
+        body.emit(f"scf.yield {nxt.name} : $T")
+        name = self.fresh()
+        r.emit(f"{name} = scf.for {iv} = {lower} to {upper} step {step} "
+               f"iter_args({s.name} = {init.name}) -> ($T) {{")
+        r.lines += body.lines
+        r.emit("}")
+        r.floats.append(Value(name, 2.0))
+
+    def call_in_branch(self, r, callee):
+        """An scf.if calling `callee` on one side."""
+        cond = self.condition(r)
+        sides = []
+        calling = self.rng.randrange(2)
+        for side in range(2):
+            b = self.branch(r)
+            self.statements(b, self.rng.randint(0, 2))
+            if side == calling:
+                y = self.call(b, callee)[0]
+            else:
+                y = self.yields(b, 1)[0]
+            sides.append((b, y))
+        name = self.fresh()
+        r.emit(f"{name} = scf.if {cond} -> ($T) {{")
+        for k, (b, y) in enumerate(sides):
+            if k:
+                r.emit("} else {")
+            r.lines += b.lines
+            r.emit(f"  scf.yield {y.name} : $T")
+        r.emit("}")
+        r.floats.append(Value(name, max(y.bound for _, y in sides)))
+
+    # -- deeply nested branches -----------------------------------------------
+
+    def nest(self, r, depth):
+        """Branch ops (scf.if, scf.index_switch) nested `depth` deep in r
+        (at a function's entry), each in one region of the one before, on
+        a condition computed at its own level (canonicalization folds an
+        inner scf.if on an outer one's condition): the index argument %key
+        transformed at each level, compared with a threshold (sometimes
+        or-ed or and-ed with a comparison of floats), or a selector
+        computed from it. Point j passes %key = self.stops[j], and the
+        thresholds are chosen from the values %key takes at each level so
+        that point j goes down to level stops[j] at least (a comparison of
+        floats can only take it further): some points reach the innermost
+        level, others leave early. Each level computes floats, an i1 (a
+        select's condition) and an index (a read position) that the
+        adjoint reads, from the branch tape from BRANCH_TAPE_DEPTH on, and
+        sometimes yields an i1 or an index the level above reads."""
+        self.note("deep_branches")
+        self.note(f"deep_branches_{depth}")
+        return self.nest_op(r, 1, depth, "%key", dict(enumerate(self.stops)))
+
+    def nest_op(self, r, level, depth, key, values):
+        """The branch op of `level` in r, on a condition computed from the
+        index `key` (whose value at each point known to reach r is in
+        `values`); returns its main float result."""
+        op, c = self.pick([("addi", 1), ("addi", 2), ("muli", 2),
+                           ("muli", 3)])
+        k = self.fresh()
+        r.emit(f"{k} = arith.{op} {key}, {self.index(r, c)} : index")
+        values = {j: v + c if op == "addi" else v * c
+                  for j, v in values.items()}
+        down = {j: v for j, v in values.items() if self.stops[j] >= level}
+        stay = [v for j, v in values.items() if self.stops[j] < level]
+        # Points going down have keys >= threshold, the others below it.
+        if down:
+            threshold = min(down.values())
+        elif stay:
+            threshold = max(stay) + 1
+        else:
+            threshold = self.rng.randint(1, 6)
+        count = self.pick([1, 1, 2])
+        extra = self.pick([None, None, "i1", "index"])
+        types = ["$T"] * count + ([extra] if extra else [])
+        if self.chance(0.5):
+            self.note("deep_if")
+            deep_then = self.chance(0.5)
+            if deep_then:
+                pred, bound = self.pick([("sge", threshold),
+                                         ("sgt", threshold - 1),
+                                         ("uge", threshold),
+                                         ("ugt", threshold - 1)])
+            else:
+                pred, bound = self.pick([("slt", threshold),
+                                         ("sle", threshold - 1),
+                                         ("ult", threshold),
+                                         ("ule", threshold - 1)])
+            cond = self.fresh()
+            r.emit(f"{cond} = arith.cmpi {pred}, {k}, "
+                   f"{self.index(r, bound)} : index")
+            if self.chance(0.4):
+                # Points going down keep going down.
+                self.note("deep_if_float_condition")
+                a = self.operand(r)
+                f = self.compare(r, a, self.other(r, a))
+                both = self.fresh()
+                r.emit(f"{both} = arith.{'ori' if deep_then else 'andi'} "
+                       f"{cond}, {f} : i1")
+                cond = both
+            keys = ["then", "else"]
+            deep = 0 if deep_then else 1
+        else:
+            self.note("deep_switch")
+            low = max(stay) if stay else threshold - 1
+            d, sel = self.fresh(), self.fresh()
+            r.emit(f"{d} = arith.subi {k}, {self.index(r, low)} : index")
+            r.emit(f"{sel} = arith.minui {d}, {self.index(r, 1)} : index")
+            shift = self.pick([0, 0, 1, 2])
+            if shift:
+                shifted = self.fresh()
+                r.emit(f"{shifted} = arith.addi {sel}, "
+                       f"{self.index(r, shift)} : index")
+                sel = shifted
+            here, deeper = shift, shift + 1
+            others = {v for v in range(5)
+                      if v not in (here, deeper) and self.chance(0.25)}
+            if self.chance(0.6):
+                cases = {deeper} | others | (
+                    {here} if self.chance(0.5) else set())
+                deep_key = deeper
+            else:
+                cases = {here} | others
+                deep_key = "default"
+            keys = sorted(cases) + ["default"]
+            deep = keys.index(deep_key)
+        regions, bounds = [], [0.0] * count
+        for i in range(len(keys)):
+            b = self.branch(r)
+            if i == deep:
+                ys = self.nest_level(b, level, depth, k, down, count, extra)
+            else:
+                ys = self.shallow(b, count, extra)
+            b.emit(f"scf.yield {', '.join(y.name for y in ys)} : "
+                   f"{', '.join(types)}")
+            regions.append(b)
+            bounds = [max(x, y.bound) for x, y in zip(bounds, ys)]
+        names = [self.fresh() for _ in types]
+        if keys[0] == "then":
+            r.emit(f"{', '.join(names)} = scf.if {cond} -> "
+                   f"({', '.join(types)}) {{")
+            r.lines += regions[0].lines
+            r.emit("} else {")
+            r.lines += regions[1].lines
+            r.emit("}")
+        else:
+            r.emit(f"{', '.join(names)} = scf.index_switch {sel} -> "
+                   f"{', '.join(types)}")
+            for case, b in zip(keys, regions):
+                r.emit(f"case {case} {{" if case != "default" else
+                       "default {")
+                r.lines += b.lines
+                r.emit("}")
+        results = [Value(n, bound) for n, bound in zip(names, bounds)]
+        r.floats += results
+        main = results[0]
+        if extra == "i1":
+            self.note("deep_i1_result")
+            # -main/2 on the other side: the level below keeps its weight.
+            other = self.bin(r, "arith.mulf", main,
+                             self.const(r, -0.5, main), main.bound / 2)
+            main = self.emit_value(r, main.like(None, main.bound),
+                                   f"arith.select {names[-1]}, {main.name}, "
+                                   f"{other.name} : $T")
+        elif extra == "index":
+            self.note("deep_index_result")
+            self.read_at(r, names[-1])
+        return main
+
+    def nest_level(self, b, level, depth, key, values, count, extra):
+        """The contents of the region of level `level` that goes deeper:
+        floats, a select, a read at a position computed here, the next
+        level's op and its result times a weight between 0.1 and 0.9
+        computed from a float of this level, plus the rest (at most 1), so
+        that the inner levels weigh in the gradient; returns the values to
+        yield."""
+        first = len(b.floats)
+        for _ in range(self.rng.randint(1, 2)):
+            self.elementwise(b)
+        if self.chance(0.6):
+            self.note("select")
+            op_select(self, b, self.operand(b))
+        if self.chance(0.5):
+            self.read_at(b, key)
+        if level < depth:
+            inner = self.nest_op(b, level + 1, depth, key, values)
+            here = [v for v in b.floats[first:]
+                    if v.type == "$T" and v is not inner]
+            p = self.pick(here) if here else self.operand(b)
+            rest = self.limit(b, self.result_of(b, first), 1.0)
+            t = self.unit(b, p, 0.4)
+            w = self.bin(b, "arith.addf", t, self.const(b, 0.5, t), 0.9)
+            y = self.bin(b, "arith.mulf", inner, w, inner.bound * 0.9)
+            main = self.bin(b, "arith.addf", y, rest, y.bound + 1.0)
+        else:
+            main = self.result_of(b, first)
+        ys = [main] + self.yields(b, count - 1)
+        return ys + self.extra_yield(b, extra, key)
+
+    def shallow(self, b, count, extra):
+        """The contents of a region that goes no deeper."""
+        self.statements(b, self.rng.randint(0, 1))
+        return self.yields(b, count) + self.extra_yield(b, extra, None)
+
+    def extra_yield(self, b, extra, key):
+        """The i1 or index a region of the nest yields besides its floats:
+        a comparison made here; a position computed here from `key`, or a
+        constant."""
+        if extra == "i1":
+            a = self.operand(b)
+            return [Value(self.compare(b, a, self.other(b, a)), 0.0)]
+        if extra == "index":
+            if key is None:
+                return [Value(self.index(b, self.pick([0, 1, 2, 3])), 0.0)]
+            name = self.fresh()
+            b.emit(f"{name} = arith.remui {key}, {self.index(b, 4)} : index")
+            return [Value(name, 0.0)]
+        return []
 
     # -- unstructured control flow ------------------------------------------
 
@@ -2305,7 +2852,7 @@ class Generator:
         r.emit(f"cf.cond_br {cond}, {left}, {right}")
         arms = []
         for label in (left, right):
-            arm = r.sibling()
+            arm = self.branch(r, sibling=True)
             self.block(arm, label)
             self.statements(arm, self.rng.randint(1, 3))
             ys = self.yields(arm, count)
@@ -2384,7 +2931,7 @@ class Generator:
         r.emit("]")
         arms = []
         for label in labels:
-            arm = r.sibling()
+            arm = self.branch(r, sibling=True)
             self.block(arm, label)
             self.statements(arm, self.rng.randint(1, 2))
             ys = self.yields(arm, 1)
@@ -2400,12 +2947,15 @@ class Generator:
         cond = self.condition(r)
         early, rest = self.fresh("^bb"), self.fresh("^bb")
         r.emit(f"cf.cond_br {cond}, {early}, {rest}")
-        arm = r.sibling()
+        arm = self.branch(r, sibling=True)
         self.block(arm, early)
         self.statements(arm, self.rng.randint(1, 2))
         self.ret(arm, [self.combine(arm, [self.operand(arm)])])
         r.lines += arm.lines
         self.block(r, rest)
+        # Lifted to scf, what follows is the other side of a branch.
+        r.branch += 1
+        self.deepen(r)
 
     # -- the differentiated function ----------------------------------------
 
@@ -2428,8 +2978,10 @@ class Generator:
             self.note("tensor_argument")
         args = self.signature(floats, indices,
                               [(n, v.type) for n, v in shapes.items()] +
-                              [(n, "index") for n in fixed])
+                              [(n, "index") for n in fixed] +
+                              ([("%key", "index")] if self.stops else []))
         r = self.function_region(args, shapes)
+        self.arguments = [v for v in r.floats if v.shape is None]
         self.budget = 6
         self.rank0 = self.chance(0.3)
         self.extra = extra
@@ -2440,6 +2992,9 @@ class Generator:
         if self.callees and self.chance(0.5):
             self.note("call_unused")
             self.call(r, results_used=False)
+        if self.stops and (self.chance(0.6) or not any(
+                c.key is not None for c in self.callees)):
+            self.terms.append(self.nest(r, self.rng.randint(3, 6)))
         if self.chance(0.25):
             self.note("cf")
             self.cf_body(r, self.rng.randint(1, 3))
@@ -2451,12 +3006,24 @@ class Generator:
             if callee.recursive or self.chance(0.5):
                 for _ in range(self.pick([1, 2])):
                     self.call(r, callee)
+        for callee in self.callees:
+            if callee.key is not None and self.chance(0.5) and \
+                    self.allows(r.child("loop"), callee):
+                self.note("deep_branches_in_loop")
+                self.call_in_loop(r, callee)
+        if self.chain:
+            self.chain_calls(r)
         for t in shapes.values():
             if not any(t.dynamic) or self.dynamic_ok(r):
                 s = self.limit(r, self.t_reduce(r, t, list(range(
                     len(t.shape)))), 8.0)
                 self.extract(r, s)
-        self.ret(r, [self.result_of(r, 0)])
+        result = self.result_of(r, 0)
+        for term in self.terms:
+            term = self.limit(r, term, 4.0)
+            result = self.bin(r, "arith.addf", result, term,
+                              result.bound + term.bound)
+        self.ret(r, [result])
         r.lines[:0] = self.sized_entry()
         self.write_function("@$Pf", args,
                             ["tensor<$T>" if self.rank0 else "$T"] + extra, r)
@@ -2510,10 +3077,21 @@ class Program:
 
 def generate(seed, number, avoid):
     """Program `number` of `seed`: the same whatever else is generated."""
+    shape = random.Random(f"{seed}:{number}:shape")
+    chain, nest = shape.random() < CHAIN_RATE, shape.random() < NEST_RATE
     rng = random.Random(f"{seed}:{number}")
     elem = rng.choice(["f64", "f64", "f32"])
     g = Generator(rng, elem, avoid)
     g.tensor_rate = rng.choice([0, 1])
+    per_point = {}
+    if nest:
+        # How deep each point goes at least (the value of %key there):
+        # to the innermost level, somewhere, early, anywhere.
+        g.stops = [6, rng.randint(2, 5), rng.randint(0, 2), rng.randint(0, 6)]
+        per_point["%key"] = g.stops
+    if chain:
+        g.chain = g.make_chain()
+        g.callees.append(g.chain[0])
     for k in range(rng.choice([0, 1, 1, 2, 3])):
         g.callees.append(g.helper(k))
     floats, indices = rng.randint(1, 3), rng.choice([0, 1, 1, 2])
@@ -2532,8 +3110,9 @@ def generate(seed, number, avoid):
     if mode == "forward":
         cotangents = [2.0] + [rng.choice([0.5, -1.0, 0.0]) for t in extra
                               if t == "$T"]
-    points = [[argument_value(rng, name, t, shapes, fixed, elem)
-               for name, t in args] for _ in range(2)]
+    points = [[per_point[name][j] if name in per_point else
+               argument_value(rng, name, t, shapes, fixed, elem)
+               for name, t in args] for j in range(4 if nest else 2)]
     features = set(g.features) | {mode, elem}
     if wrt != positions:
         features.add("wrt")
