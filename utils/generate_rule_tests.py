@@ -236,6 +236,30 @@ def deep_chain_support():
         lines += ["  %r = arith.addf %m, %x : {t}",
                   "  return %r : {t}",
                   "}}"]
+    # The same chain calling the next link inside an scf.if (both ways): the
+    # callee's tape leaves the branch before it is packed.
+    for i in range(DEEP_CHAIN):
+        lines += [
+            f"func.func @bdeep{i}(%x: {{t}}) -> {{t}} {{{{",
+            "  %z = arith.constant 0.25 : {t}",
+            "  %s = math.sin %x : {t}",
+            "  %c = arith.cmpf ogt, %s, %z : {t}"]
+        if i + 1 < DEEP_CHAIN:
+            lines += [
+                "  %n = scf.if %c -> ({t}) {{",
+                f"    %v = func.call @bdeep{i + 1}(%x) : ({{t}}) -> {{t}}",
+                "    scf.yield %v : {t}",
+                "  }} else {{",
+                f"    %v = func.call @bdeep{i + 1}(%s) : ({{t}}) -> {{t}}",
+                "    %w = arith.mulf %v, %s : {t}",
+                "    scf.yield %w : {t}",
+                "  }}",
+                "  %m = arith.mulf %n, %s : {t}"]
+        else:
+            lines += ["  %m = arith.mulf %x, %s : {t}"]
+        lines += ["  %r = arith.addf %m, %x : {t}",
+                  "  return %r : {t}",
+                  "}}"]
     return lines
 
 
@@ -283,6 +307,10 @@ PROGRAMS = {
         "%x = arith.mulf %a, %b : {t}",
         "%r = func.call @deep0(%x) : ({t}) -> {t}"]),
         [(0.7, 1.5), (-1.2, 0.4), (1.1, 0.3)]),
+    # The chain calling inside branches, both ways at different points.
+    "deep_branch_chain": (1, program([
+        "%r = func.call @bdeep0(%a) : ({t}) -> {t}"]),
+        [(0.7,), (-1.2,), (2.0,)]),
     # Three-level chain; @leaf is reached from two call sites.
     "call_chain": (2, program([
         "%r = func.call @top(%a, %b) : ({t}, {t}) -> {t}"]),

@@ -586,42 +586,70 @@ public:
     Value value, placeholder;
   };
 
-  /// Rebuilds `branch` with one more result per request.
+  /// Rebuilds `branch` with one more result per carried slot. Only one
+  /// region runs, so values of different regions share a slot when their
+  /// types match (the adjoint reads each only in the reverse of its own
+  /// region): what the op carries out grows as the largest region, not as
+  /// their sum (a callee's tape from calls in both branches is one result).
   static void carryOut(Operation *branch,
                        MutableArrayRef<EscapeRequest> requests) {
     OpBuilder b(branch);
     Location loc = branch->getLoc();
     unsigned numResults = branch->getNumResults();
+    // Slot of each request, and per slot its type and value per region.
+    struct Slot {
+      Type type;
+      DenseMap<Block *, Value> values;
+    };
+    SmallVector<Slot> slots;
+    SmallVector<unsigned> slotOf;
+    for (EscapeRequest &request : requests) {
+      Block *block = request.value.getParentBlock();
+      Type type = request.value.getType();
+      auto *slot = llvm::find_if(slots, [&](const Slot &candidate) {
+        return candidate.type == type && !candidate.values.contains(block);
+      });
+      if (slot == slots.end()) {
+        slots.emplace_back();
+        slots.back().type = type;
+        slot = std::prev(slots.end());
+      }
+      slot->values[block] = request.value;
+      slotOf.push_back(slot - slots.begin());
+    }
     OperationState state(loc, branch->getName());
     state.addOperands(branch->getOperands());
     state.addAttributes(llvm::to_vector(branch->getDiscardableAttrs()));
     state.propertiesAttr = branch->getPropertiesAsAttribute();
     state.addTypes(branch->getResultTypes());
-    for (EscapeRequest &request : requests)
-      state.addTypes(request.value.getType());
+    for (const Slot &slot : slots)
+      state.addTypes(slot.type);
     for (unsigned i = 0; i < branch->getNumRegions(); ++i)
       state.addRegion();
     Operation *rebuilt = b.create(state);
     for (auto [index, region] : llvm::enumerate(branch->getRegions())) {
       Region &target = rebuilt->getRegion(index);
+      Block *original = region.empty() ? nullptr : &region.front();
       target.takeBody(region);
       if (target.empty())
         continue;
       Block &block = target.front();
+      assert(&block == original && "taking a body keeps its blocks");
+      (void)original;
       Operation *terminator = block.getTerminator();
       OpBuilder yieldBuilder(terminator);
       SmallVector<Value> carried;
-      for (EscapeRequest &request : requests)
-        carried.push_back(request.value.getParentBlock() == &block
-                              ? request.value
-                              : placeholderOf(yieldBuilder, loc,
-                                              request.value.getType()));
+      for (const Slot &slot : slots) {
+        Value value = slot.values.lookup(&block);
+        carried.push_back(value ? value
+                                : placeholderOf(yieldBuilder, loc, slot.type));
+      }
       terminator->insertOperands(terminator->getNumOperands(), carried);
     }
     branch->replaceAllUsesWith(rebuilt->getResults().take_front(numResults));
     for (auto [index, request] : llvm::enumerate(requests)) {
       request.placeholder.replaceAllUsesWith(
-          rebuilt->getResult(numResults + index));
+          rebuilt->getResult(numResults + slotOf[index]));
       request.placeholder.getDefiningOp()->erase();
     }
     branch->erase();
@@ -1402,15 +1430,52 @@ unsigned DerivativeGenerator::packTape(
   // Whether a value passes on part of a callee's tape: only those make the
   // tapes of a chain of calls grow with its depth.
   bool passesCalleeTape = false;
+  // The call results `value` stands for: itself, or, for a value carried
+  // out of branch ops, what their branches yield.
+  auto callSources = [](Value value) {
+    SmallVector<OpResult> sources;
+    SmallVector<Value> worklist = {value};
+    while (!worklist.empty()) {
+      auto result = dyn_cast<OpResult>(worklist.pop_back_val());
+      if (!result)
+        continue;
+      Operation *def = result.getOwner();
+      if (isa<func::CallOp>(def)) {
+        sources.push_back(result);
+        continue;
+      }
+      if (!isa<scf::IfOp, scf::IndexSwitchOp>(def))
+        continue;
+      for (Region &region : def->getRegions())
+        if (!region.empty())
+          worklist.push_back(region.front().getTerminator()->getOperand(
+              result.getResultNumber()));
+    }
+    return sources;
+  };
+  // The callee's record that `source` is, or null.
+  auto recordOf = [&](OpResult source) -> const TapeRecord * {
+    auto it = records.find(symbolTable.lookup(
+        cast<func::CallOp>(source.getOwner()).getCallee()));
+    if (it == records.end())
+      return nullptr;
+    const TapeRecord *record =
+        llvm::find_if(it->second, [&](const TapeRecord &candidate) {
+          return candidate.resultNumber == source.getResultNumber();
+        });
+    return record == it->second.end() ? nullptr : record;
+  };
   for (unsigned position = 0; position < numTapeValues; ++position) {
     Value value = returnOp.getOperand(numResults + position);
     Type type = value.getType();
-    auto call = value.getDefiningOp<func::CallOp>();
-    Operation *callee = call ? symbolTable.lookup(call.getCallee()) : nullptr;
-    auto count = forwardResultCounts.find(callee);
-    if (count != forwardResultCounts.end() &&
-        cast<OpResult>(value).getResultNumber() >= count->second)
-      passesCalleeTape = true;
+    SmallVector<OpResult> sources = callSources(value);
+    for (OpResult source : sources) {
+      auto count = forwardResultCounts.find(symbolTable.lookup(
+          cast<func::CallOp>(source.getOwner()).getCallee()));
+      if (count != forwardResultCounts.end() &&
+          source.getResultNumber() >= count->second)
+        passesCalleeTape = true;
+    }
     if (type.isIndex() ||
         (type.isIntOrFloat() && type.getIntOrFloatBitWidth() <= 64)) {
       packed.push_back({position, width, 1, false});
@@ -1425,15 +1490,15 @@ unsigned DerivativeGenerator::packTape(
       width += own->second;
       continue;
     }
-    auto it = records.find(callee);
-    if (it == records.end())
-      continue;
-    unsigned resultNumber = cast<OpResult>(value).getResultNumber();
-    const TapeRecord *calleeRecord =
-        llvm::find_if(it->second, [&](const TapeRecord &record) {
-          return record.resultNumber == resultNumber;
-        });
-    if (calleeRecord == it->second.end())
+    // A callee's record, directly or carried out of branches (where a
+    // branch not taken yields a placeholder of the same type).
+    const TapeRecord *calleeRecord = nullptr;
+    for (OpResult source : sources)
+      if ((calleeRecord = recordOf(source)))
+        break;
+    if (!calleeRecord || type != RankedTensorType::get(
+                                     {calleeRecord->width},
+                                     Float64Type::get(type.getContext())))
       continue;
     packed.push_back({position, width, calleeRecord->width, true});
     width += calleeRecord->width;
@@ -1639,13 +1704,53 @@ DerivativeGenerator::generate(func::FuncOp callee, ArrayRef<int64_t> wrt) {
       ValueRange(forwardResults).getTypes()));
   forward.finalizeEscapes();
 
+  // Values of different branches carried out in one result (see carryOut)
+  // make tape entries that were distinct placeholders the same value: the
+  // pullback takes it once.
+  unsigned numTapeValues = reverse.tape.size();
+  {
+    auto returnOp = cast<func::ReturnOp>(
+        forwardFunction.getBody().front().getTerminator());
+    unsigned numResults = terminator->getNumOperands();
+    DenseMap<Value, unsigned> first;
+    llvm::BitVector duplicate(pullbackBody->getNumArguments());
+    SmallVector<Value> kept(returnOp.getOperands().take_front(numResults));
+    SmallVector<std::pair<unsigned, unsigned>> keptRecords;
+    for (unsigned i = 0; i < numTapeValues; ++i) {
+      Value value = returnOp.getOperand(numResults + i);
+      auto [it, inserted] = first.try_emplace(value, i);
+      if (inserted) {
+        for (auto [position, slots] : ownRecords)
+          if (position == i)
+            keptRecords.push_back({kept.size() - numResults, slots});
+        kept.push_back(value);
+        continue;
+      }
+      pullbackBody->getArgument(i).replaceAllUsesWith(
+          pullbackBody->getArgument(it->second));
+      duplicate.set(i);
+    }
+    if (duplicate.any()) {
+      pullbackBody->eraseArguments(duplicate);
+      pullbackFunction.setType(FunctionType::get(
+          callee.getContext(), pullbackBody->getArgumentTypes(),
+          pullbackFunction.getResultTypes()));
+      returnOp->setOperands(kept);
+      forwardFunction.setType(FunctionType::get(
+          callee.getContext(), type.getInputs(),
+          ValueRange(kept).getTypes()));
+      numTapeValues = kept.size() - numResults;
+      ownRecords = std::move(keptRecords);
+    }
+  }
+
   DerivativeFunctions functions;
   functions.forward = forwardFunction;
   functions.pullback = pullbackFunction;
   functions.wrt.assign(wrt.begin(), wrt.end());
   functions.numTapeValues =
       packTape(forwardFunction, pullbackFunction, terminator->getNumOperands(),
-               reverse.tape.size(), ownRecords);
+               numTapeValues, ownRecords);
   return functions;
 }
 

@@ -276,6 +276,382 @@ func.func @f32_deep23(%x: f32) -> f32 {
   %r = arith.addf %m, %x : f32
   return %r : f32
 }
+func.func @f32_bdeep0(%x: f32) -> f32 {
+  %z = arith.constant 0.25 : f32
+  %s = math.sin %x : f32
+  %c = arith.cmpf ogt, %s, %z : f32
+  %n = scf.if %c -> (f32) {
+    %v = func.call @f32_bdeep1(%x) : (f32) -> f32
+    scf.yield %v : f32
+  } else {
+    %v = func.call @f32_bdeep1(%s) : (f32) -> f32
+    %w = arith.mulf %v, %s : f32
+    scf.yield %w : f32
+  }
+  %m = arith.mulf %n, %s : f32
+  %r = arith.addf %m, %x : f32
+  return %r : f32
+}
+func.func @f32_bdeep1(%x: f32) -> f32 {
+  %z = arith.constant 0.25 : f32
+  %s = math.sin %x : f32
+  %c = arith.cmpf ogt, %s, %z : f32
+  %n = scf.if %c -> (f32) {
+    %v = func.call @f32_bdeep2(%x) : (f32) -> f32
+    scf.yield %v : f32
+  } else {
+    %v = func.call @f32_bdeep2(%s) : (f32) -> f32
+    %w = arith.mulf %v, %s : f32
+    scf.yield %w : f32
+  }
+  %m = arith.mulf %n, %s : f32
+  %r = arith.addf %m, %x : f32
+  return %r : f32
+}
+func.func @f32_bdeep2(%x: f32) -> f32 {
+  %z = arith.constant 0.25 : f32
+  %s = math.sin %x : f32
+  %c = arith.cmpf ogt, %s, %z : f32
+  %n = scf.if %c -> (f32) {
+    %v = func.call @f32_bdeep3(%x) : (f32) -> f32
+    scf.yield %v : f32
+  } else {
+    %v = func.call @f32_bdeep3(%s) : (f32) -> f32
+    %w = arith.mulf %v, %s : f32
+    scf.yield %w : f32
+  }
+  %m = arith.mulf %n, %s : f32
+  %r = arith.addf %m, %x : f32
+  return %r : f32
+}
+func.func @f32_bdeep3(%x: f32) -> f32 {
+  %z = arith.constant 0.25 : f32
+  %s = math.sin %x : f32
+  %c = arith.cmpf ogt, %s, %z : f32
+  %n = scf.if %c -> (f32) {
+    %v = func.call @f32_bdeep4(%x) : (f32) -> f32
+    scf.yield %v : f32
+  } else {
+    %v = func.call @f32_bdeep4(%s) : (f32) -> f32
+    %w = arith.mulf %v, %s : f32
+    scf.yield %w : f32
+  }
+  %m = arith.mulf %n, %s : f32
+  %r = arith.addf %m, %x : f32
+  return %r : f32
+}
+func.func @f32_bdeep4(%x: f32) -> f32 {
+  %z = arith.constant 0.25 : f32
+  %s = math.sin %x : f32
+  %c = arith.cmpf ogt, %s, %z : f32
+  %n = scf.if %c -> (f32) {
+    %v = func.call @f32_bdeep5(%x) : (f32) -> f32
+    scf.yield %v : f32
+  } else {
+    %v = func.call @f32_bdeep5(%s) : (f32) -> f32
+    %w = arith.mulf %v, %s : f32
+    scf.yield %w : f32
+  }
+  %m = arith.mulf %n, %s : f32
+  %r = arith.addf %m, %x : f32
+  return %r : f32
+}
+func.func @f32_bdeep5(%x: f32) -> f32 {
+  %z = arith.constant 0.25 : f32
+  %s = math.sin %x : f32
+  %c = arith.cmpf ogt, %s, %z : f32
+  %n = scf.if %c -> (f32) {
+    %v = func.call @f32_bdeep6(%x) : (f32) -> f32
+    scf.yield %v : f32
+  } else {
+    %v = func.call @f32_bdeep6(%s) : (f32) -> f32
+    %w = arith.mulf %v, %s : f32
+    scf.yield %w : f32
+  }
+  %m = arith.mulf %n, %s : f32
+  %r = arith.addf %m, %x : f32
+  return %r : f32
+}
+func.func @f32_bdeep6(%x: f32) -> f32 {
+  %z = arith.constant 0.25 : f32
+  %s = math.sin %x : f32
+  %c = arith.cmpf ogt, %s, %z : f32
+  %n = scf.if %c -> (f32) {
+    %v = func.call @f32_bdeep7(%x) : (f32) -> f32
+    scf.yield %v : f32
+  } else {
+    %v = func.call @f32_bdeep7(%s) : (f32) -> f32
+    %w = arith.mulf %v, %s : f32
+    scf.yield %w : f32
+  }
+  %m = arith.mulf %n, %s : f32
+  %r = arith.addf %m, %x : f32
+  return %r : f32
+}
+func.func @f32_bdeep7(%x: f32) -> f32 {
+  %z = arith.constant 0.25 : f32
+  %s = math.sin %x : f32
+  %c = arith.cmpf ogt, %s, %z : f32
+  %n = scf.if %c -> (f32) {
+    %v = func.call @f32_bdeep8(%x) : (f32) -> f32
+    scf.yield %v : f32
+  } else {
+    %v = func.call @f32_bdeep8(%s) : (f32) -> f32
+    %w = arith.mulf %v, %s : f32
+    scf.yield %w : f32
+  }
+  %m = arith.mulf %n, %s : f32
+  %r = arith.addf %m, %x : f32
+  return %r : f32
+}
+func.func @f32_bdeep8(%x: f32) -> f32 {
+  %z = arith.constant 0.25 : f32
+  %s = math.sin %x : f32
+  %c = arith.cmpf ogt, %s, %z : f32
+  %n = scf.if %c -> (f32) {
+    %v = func.call @f32_bdeep9(%x) : (f32) -> f32
+    scf.yield %v : f32
+  } else {
+    %v = func.call @f32_bdeep9(%s) : (f32) -> f32
+    %w = arith.mulf %v, %s : f32
+    scf.yield %w : f32
+  }
+  %m = arith.mulf %n, %s : f32
+  %r = arith.addf %m, %x : f32
+  return %r : f32
+}
+func.func @f32_bdeep9(%x: f32) -> f32 {
+  %z = arith.constant 0.25 : f32
+  %s = math.sin %x : f32
+  %c = arith.cmpf ogt, %s, %z : f32
+  %n = scf.if %c -> (f32) {
+    %v = func.call @f32_bdeep10(%x) : (f32) -> f32
+    scf.yield %v : f32
+  } else {
+    %v = func.call @f32_bdeep10(%s) : (f32) -> f32
+    %w = arith.mulf %v, %s : f32
+    scf.yield %w : f32
+  }
+  %m = arith.mulf %n, %s : f32
+  %r = arith.addf %m, %x : f32
+  return %r : f32
+}
+func.func @f32_bdeep10(%x: f32) -> f32 {
+  %z = arith.constant 0.25 : f32
+  %s = math.sin %x : f32
+  %c = arith.cmpf ogt, %s, %z : f32
+  %n = scf.if %c -> (f32) {
+    %v = func.call @f32_bdeep11(%x) : (f32) -> f32
+    scf.yield %v : f32
+  } else {
+    %v = func.call @f32_bdeep11(%s) : (f32) -> f32
+    %w = arith.mulf %v, %s : f32
+    scf.yield %w : f32
+  }
+  %m = arith.mulf %n, %s : f32
+  %r = arith.addf %m, %x : f32
+  return %r : f32
+}
+func.func @f32_bdeep11(%x: f32) -> f32 {
+  %z = arith.constant 0.25 : f32
+  %s = math.sin %x : f32
+  %c = arith.cmpf ogt, %s, %z : f32
+  %n = scf.if %c -> (f32) {
+    %v = func.call @f32_bdeep12(%x) : (f32) -> f32
+    scf.yield %v : f32
+  } else {
+    %v = func.call @f32_bdeep12(%s) : (f32) -> f32
+    %w = arith.mulf %v, %s : f32
+    scf.yield %w : f32
+  }
+  %m = arith.mulf %n, %s : f32
+  %r = arith.addf %m, %x : f32
+  return %r : f32
+}
+func.func @f32_bdeep12(%x: f32) -> f32 {
+  %z = arith.constant 0.25 : f32
+  %s = math.sin %x : f32
+  %c = arith.cmpf ogt, %s, %z : f32
+  %n = scf.if %c -> (f32) {
+    %v = func.call @f32_bdeep13(%x) : (f32) -> f32
+    scf.yield %v : f32
+  } else {
+    %v = func.call @f32_bdeep13(%s) : (f32) -> f32
+    %w = arith.mulf %v, %s : f32
+    scf.yield %w : f32
+  }
+  %m = arith.mulf %n, %s : f32
+  %r = arith.addf %m, %x : f32
+  return %r : f32
+}
+func.func @f32_bdeep13(%x: f32) -> f32 {
+  %z = arith.constant 0.25 : f32
+  %s = math.sin %x : f32
+  %c = arith.cmpf ogt, %s, %z : f32
+  %n = scf.if %c -> (f32) {
+    %v = func.call @f32_bdeep14(%x) : (f32) -> f32
+    scf.yield %v : f32
+  } else {
+    %v = func.call @f32_bdeep14(%s) : (f32) -> f32
+    %w = arith.mulf %v, %s : f32
+    scf.yield %w : f32
+  }
+  %m = arith.mulf %n, %s : f32
+  %r = arith.addf %m, %x : f32
+  return %r : f32
+}
+func.func @f32_bdeep14(%x: f32) -> f32 {
+  %z = arith.constant 0.25 : f32
+  %s = math.sin %x : f32
+  %c = arith.cmpf ogt, %s, %z : f32
+  %n = scf.if %c -> (f32) {
+    %v = func.call @f32_bdeep15(%x) : (f32) -> f32
+    scf.yield %v : f32
+  } else {
+    %v = func.call @f32_bdeep15(%s) : (f32) -> f32
+    %w = arith.mulf %v, %s : f32
+    scf.yield %w : f32
+  }
+  %m = arith.mulf %n, %s : f32
+  %r = arith.addf %m, %x : f32
+  return %r : f32
+}
+func.func @f32_bdeep15(%x: f32) -> f32 {
+  %z = arith.constant 0.25 : f32
+  %s = math.sin %x : f32
+  %c = arith.cmpf ogt, %s, %z : f32
+  %n = scf.if %c -> (f32) {
+    %v = func.call @f32_bdeep16(%x) : (f32) -> f32
+    scf.yield %v : f32
+  } else {
+    %v = func.call @f32_bdeep16(%s) : (f32) -> f32
+    %w = arith.mulf %v, %s : f32
+    scf.yield %w : f32
+  }
+  %m = arith.mulf %n, %s : f32
+  %r = arith.addf %m, %x : f32
+  return %r : f32
+}
+func.func @f32_bdeep16(%x: f32) -> f32 {
+  %z = arith.constant 0.25 : f32
+  %s = math.sin %x : f32
+  %c = arith.cmpf ogt, %s, %z : f32
+  %n = scf.if %c -> (f32) {
+    %v = func.call @f32_bdeep17(%x) : (f32) -> f32
+    scf.yield %v : f32
+  } else {
+    %v = func.call @f32_bdeep17(%s) : (f32) -> f32
+    %w = arith.mulf %v, %s : f32
+    scf.yield %w : f32
+  }
+  %m = arith.mulf %n, %s : f32
+  %r = arith.addf %m, %x : f32
+  return %r : f32
+}
+func.func @f32_bdeep17(%x: f32) -> f32 {
+  %z = arith.constant 0.25 : f32
+  %s = math.sin %x : f32
+  %c = arith.cmpf ogt, %s, %z : f32
+  %n = scf.if %c -> (f32) {
+    %v = func.call @f32_bdeep18(%x) : (f32) -> f32
+    scf.yield %v : f32
+  } else {
+    %v = func.call @f32_bdeep18(%s) : (f32) -> f32
+    %w = arith.mulf %v, %s : f32
+    scf.yield %w : f32
+  }
+  %m = arith.mulf %n, %s : f32
+  %r = arith.addf %m, %x : f32
+  return %r : f32
+}
+func.func @f32_bdeep18(%x: f32) -> f32 {
+  %z = arith.constant 0.25 : f32
+  %s = math.sin %x : f32
+  %c = arith.cmpf ogt, %s, %z : f32
+  %n = scf.if %c -> (f32) {
+    %v = func.call @f32_bdeep19(%x) : (f32) -> f32
+    scf.yield %v : f32
+  } else {
+    %v = func.call @f32_bdeep19(%s) : (f32) -> f32
+    %w = arith.mulf %v, %s : f32
+    scf.yield %w : f32
+  }
+  %m = arith.mulf %n, %s : f32
+  %r = arith.addf %m, %x : f32
+  return %r : f32
+}
+func.func @f32_bdeep19(%x: f32) -> f32 {
+  %z = arith.constant 0.25 : f32
+  %s = math.sin %x : f32
+  %c = arith.cmpf ogt, %s, %z : f32
+  %n = scf.if %c -> (f32) {
+    %v = func.call @f32_bdeep20(%x) : (f32) -> f32
+    scf.yield %v : f32
+  } else {
+    %v = func.call @f32_bdeep20(%s) : (f32) -> f32
+    %w = arith.mulf %v, %s : f32
+    scf.yield %w : f32
+  }
+  %m = arith.mulf %n, %s : f32
+  %r = arith.addf %m, %x : f32
+  return %r : f32
+}
+func.func @f32_bdeep20(%x: f32) -> f32 {
+  %z = arith.constant 0.25 : f32
+  %s = math.sin %x : f32
+  %c = arith.cmpf ogt, %s, %z : f32
+  %n = scf.if %c -> (f32) {
+    %v = func.call @f32_bdeep21(%x) : (f32) -> f32
+    scf.yield %v : f32
+  } else {
+    %v = func.call @f32_bdeep21(%s) : (f32) -> f32
+    %w = arith.mulf %v, %s : f32
+    scf.yield %w : f32
+  }
+  %m = arith.mulf %n, %s : f32
+  %r = arith.addf %m, %x : f32
+  return %r : f32
+}
+func.func @f32_bdeep21(%x: f32) -> f32 {
+  %z = arith.constant 0.25 : f32
+  %s = math.sin %x : f32
+  %c = arith.cmpf ogt, %s, %z : f32
+  %n = scf.if %c -> (f32) {
+    %v = func.call @f32_bdeep22(%x) : (f32) -> f32
+    scf.yield %v : f32
+  } else {
+    %v = func.call @f32_bdeep22(%s) : (f32) -> f32
+    %w = arith.mulf %v, %s : f32
+    scf.yield %w : f32
+  }
+  %m = arith.mulf %n, %s : f32
+  %r = arith.addf %m, %x : f32
+  return %r : f32
+}
+func.func @f32_bdeep22(%x: f32) -> f32 {
+  %z = arith.constant 0.25 : f32
+  %s = math.sin %x : f32
+  %c = arith.cmpf ogt, %s, %z : f32
+  %n = scf.if %c -> (f32) {
+    %v = func.call @f32_bdeep23(%x) : (f32) -> f32
+    scf.yield %v : f32
+  } else {
+    %v = func.call @f32_bdeep23(%s) : (f32) -> f32
+    %w = arith.mulf %v, %s : f32
+    scf.yield %w : f32
+  }
+  %m = arith.mulf %n, %s : f32
+  %r = arith.addf %m, %x : f32
+  return %r : f32
+}
+func.func @f32_bdeep23(%x: f32) -> f32 {
+  %z = arith.constant 0.25 : f32
+  %s = math.sin %x : f32
+  %c = arith.cmpf ogt, %s, %z : f32
+  %m = arith.mulf %x, %s : f32
+  %r = arith.addf %m, %x : f32
+  return %r : f32
+}
 func.func @f64_leaf(%x: f64) -> f64 {
   %s = math.sin %x : f64
   %y = arith.mulf %x, %s : f64
@@ -549,6 +925,382 @@ func.func @f64_deep23(%x: f64) -> f64 {
   %r = arith.addf %m, %x : f64
   return %r : f64
 }
+func.func @f64_bdeep0(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %n = scf.if %c -> (f64) {
+    %v = func.call @f64_bdeep1(%x) : (f64) -> f64
+    scf.yield %v : f64
+  } else {
+    %v = func.call @f64_bdeep1(%s) : (f64) -> f64
+    %w = arith.mulf %v, %s : f64
+    scf.yield %w : f64
+  }
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_bdeep1(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %n = scf.if %c -> (f64) {
+    %v = func.call @f64_bdeep2(%x) : (f64) -> f64
+    scf.yield %v : f64
+  } else {
+    %v = func.call @f64_bdeep2(%s) : (f64) -> f64
+    %w = arith.mulf %v, %s : f64
+    scf.yield %w : f64
+  }
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_bdeep2(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %n = scf.if %c -> (f64) {
+    %v = func.call @f64_bdeep3(%x) : (f64) -> f64
+    scf.yield %v : f64
+  } else {
+    %v = func.call @f64_bdeep3(%s) : (f64) -> f64
+    %w = arith.mulf %v, %s : f64
+    scf.yield %w : f64
+  }
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_bdeep3(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %n = scf.if %c -> (f64) {
+    %v = func.call @f64_bdeep4(%x) : (f64) -> f64
+    scf.yield %v : f64
+  } else {
+    %v = func.call @f64_bdeep4(%s) : (f64) -> f64
+    %w = arith.mulf %v, %s : f64
+    scf.yield %w : f64
+  }
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_bdeep4(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %n = scf.if %c -> (f64) {
+    %v = func.call @f64_bdeep5(%x) : (f64) -> f64
+    scf.yield %v : f64
+  } else {
+    %v = func.call @f64_bdeep5(%s) : (f64) -> f64
+    %w = arith.mulf %v, %s : f64
+    scf.yield %w : f64
+  }
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_bdeep5(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %n = scf.if %c -> (f64) {
+    %v = func.call @f64_bdeep6(%x) : (f64) -> f64
+    scf.yield %v : f64
+  } else {
+    %v = func.call @f64_bdeep6(%s) : (f64) -> f64
+    %w = arith.mulf %v, %s : f64
+    scf.yield %w : f64
+  }
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_bdeep6(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %n = scf.if %c -> (f64) {
+    %v = func.call @f64_bdeep7(%x) : (f64) -> f64
+    scf.yield %v : f64
+  } else {
+    %v = func.call @f64_bdeep7(%s) : (f64) -> f64
+    %w = arith.mulf %v, %s : f64
+    scf.yield %w : f64
+  }
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_bdeep7(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %n = scf.if %c -> (f64) {
+    %v = func.call @f64_bdeep8(%x) : (f64) -> f64
+    scf.yield %v : f64
+  } else {
+    %v = func.call @f64_bdeep8(%s) : (f64) -> f64
+    %w = arith.mulf %v, %s : f64
+    scf.yield %w : f64
+  }
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_bdeep8(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %n = scf.if %c -> (f64) {
+    %v = func.call @f64_bdeep9(%x) : (f64) -> f64
+    scf.yield %v : f64
+  } else {
+    %v = func.call @f64_bdeep9(%s) : (f64) -> f64
+    %w = arith.mulf %v, %s : f64
+    scf.yield %w : f64
+  }
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_bdeep9(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %n = scf.if %c -> (f64) {
+    %v = func.call @f64_bdeep10(%x) : (f64) -> f64
+    scf.yield %v : f64
+  } else {
+    %v = func.call @f64_bdeep10(%s) : (f64) -> f64
+    %w = arith.mulf %v, %s : f64
+    scf.yield %w : f64
+  }
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_bdeep10(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %n = scf.if %c -> (f64) {
+    %v = func.call @f64_bdeep11(%x) : (f64) -> f64
+    scf.yield %v : f64
+  } else {
+    %v = func.call @f64_bdeep11(%s) : (f64) -> f64
+    %w = arith.mulf %v, %s : f64
+    scf.yield %w : f64
+  }
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_bdeep11(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %n = scf.if %c -> (f64) {
+    %v = func.call @f64_bdeep12(%x) : (f64) -> f64
+    scf.yield %v : f64
+  } else {
+    %v = func.call @f64_bdeep12(%s) : (f64) -> f64
+    %w = arith.mulf %v, %s : f64
+    scf.yield %w : f64
+  }
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_bdeep12(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %n = scf.if %c -> (f64) {
+    %v = func.call @f64_bdeep13(%x) : (f64) -> f64
+    scf.yield %v : f64
+  } else {
+    %v = func.call @f64_bdeep13(%s) : (f64) -> f64
+    %w = arith.mulf %v, %s : f64
+    scf.yield %w : f64
+  }
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_bdeep13(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %n = scf.if %c -> (f64) {
+    %v = func.call @f64_bdeep14(%x) : (f64) -> f64
+    scf.yield %v : f64
+  } else {
+    %v = func.call @f64_bdeep14(%s) : (f64) -> f64
+    %w = arith.mulf %v, %s : f64
+    scf.yield %w : f64
+  }
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_bdeep14(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %n = scf.if %c -> (f64) {
+    %v = func.call @f64_bdeep15(%x) : (f64) -> f64
+    scf.yield %v : f64
+  } else {
+    %v = func.call @f64_bdeep15(%s) : (f64) -> f64
+    %w = arith.mulf %v, %s : f64
+    scf.yield %w : f64
+  }
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_bdeep15(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %n = scf.if %c -> (f64) {
+    %v = func.call @f64_bdeep16(%x) : (f64) -> f64
+    scf.yield %v : f64
+  } else {
+    %v = func.call @f64_bdeep16(%s) : (f64) -> f64
+    %w = arith.mulf %v, %s : f64
+    scf.yield %w : f64
+  }
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_bdeep16(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %n = scf.if %c -> (f64) {
+    %v = func.call @f64_bdeep17(%x) : (f64) -> f64
+    scf.yield %v : f64
+  } else {
+    %v = func.call @f64_bdeep17(%s) : (f64) -> f64
+    %w = arith.mulf %v, %s : f64
+    scf.yield %w : f64
+  }
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_bdeep17(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %n = scf.if %c -> (f64) {
+    %v = func.call @f64_bdeep18(%x) : (f64) -> f64
+    scf.yield %v : f64
+  } else {
+    %v = func.call @f64_bdeep18(%s) : (f64) -> f64
+    %w = arith.mulf %v, %s : f64
+    scf.yield %w : f64
+  }
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_bdeep18(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %n = scf.if %c -> (f64) {
+    %v = func.call @f64_bdeep19(%x) : (f64) -> f64
+    scf.yield %v : f64
+  } else {
+    %v = func.call @f64_bdeep19(%s) : (f64) -> f64
+    %w = arith.mulf %v, %s : f64
+    scf.yield %w : f64
+  }
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_bdeep19(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %n = scf.if %c -> (f64) {
+    %v = func.call @f64_bdeep20(%x) : (f64) -> f64
+    scf.yield %v : f64
+  } else {
+    %v = func.call @f64_bdeep20(%s) : (f64) -> f64
+    %w = arith.mulf %v, %s : f64
+    scf.yield %w : f64
+  }
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_bdeep20(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %n = scf.if %c -> (f64) {
+    %v = func.call @f64_bdeep21(%x) : (f64) -> f64
+    scf.yield %v : f64
+  } else {
+    %v = func.call @f64_bdeep21(%s) : (f64) -> f64
+    %w = arith.mulf %v, %s : f64
+    scf.yield %w : f64
+  }
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_bdeep21(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %n = scf.if %c -> (f64) {
+    %v = func.call @f64_bdeep22(%x) : (f64) -> f64
+    scf.yield %v : f64
+  } else {
+    %v = func.call @f64_bdeep22(%s) : (f64) -> f64
+    %w = arith.mulf %v, %s : f64
+    scf.yield %w : f64
+  }
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_bdeep22(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %n = scf.if %c -> (f64) {
+    %v = func.call @f64_bdeep23(%x) : (f64) -> f64
+    scf.yield %v : f64
+  } else {
+    %v = func.call @f64_bdeep23(%s) : (f64) -> f64
+    %w = arith.mulf %v, %s : f64
+    scf.yield %w : f64
+  }
+  %m = arith.mulf %n, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
+func.func @f64_bdeep23(%x: f64) -> f64 {
+  %z = arith.constant 0.25 : f64
+  %s = math.sin %x : f64
+  %c = arith.cmpf ogt, %s, %z : f64
+  %m = arith.mulf %x, %s : f64
+  %r = arith.addf %m, %x : f64
+  return %r : f64
+}
 func.func @case_deep_chain(%a: f32, %b: f32) -> f32 {
   %x = arith.mulf %a, %b : f32
   %r = func.call @f32_deep0(%x) : (f32) -> f32
@@ -590,6 +1342,35 @@ func.func @check_deep_chain(%point: i64, %p0: f64, %p1: f64) {
   vector.print %point : i64 punctuation <no_punctuation>
   vector.print str " db: "
   func.call @report(%gw1, %fd1, %tol) : (f64, f64, f64) -> ()
+  return
+}
+
+func.func @case_deep_branch_chain(%a: f32) -> f32 {
+  %r = func.call @f32_bdeep0(%a) : (f32) -> f32
+  return %r : f32
+}
+
+func.func @case_deep_branch_chain_ref(%a: f64) -> f64 {
+  %r = func.call @f64_bdeep0(%a) : (f64) -> f64
+  return %r : f64
+}
+
+func.func @check_deep_branch_chain(%point: i64, %p0: f64) {
+  %x0 = arith.truncf %p0 : f64 to f32
+  %e0 = arith.extf %x0 : f32 to f64
+  %g0 = ad.grad @case_deep_branch_chain(%x0) : (f32) -> (f32)
+  %tol = arith.constant 1.000000e-05 : f64
+  %gw0 = arith.extf %g0 : f32 to f64
+  %xp0, %xm0 = func.call @step(%e0) : (f64) -> (f64, f64)
+  %fp0 = func.call @case_deep_branch_chain_ref(%xp0) : (f64) -> f64
+  %fm0 = func.call @case_deep_branch_chain_ref(%xm0) : (f64) -> f64
+  %df0 = arith.subf %fp0, %fm0 : f64
+  %dx0 = arith.subf %xp0, %xm0 : f64
+  %fd0 = arith.divf %df0, %dx0 : f64
+  vector.print str "deep_branch_chain p"
+  vector.print %point : i64 punctuation <no_punctuation>
+  vector.print str " da: "
+  func.call @report(%gw0, %fd0, %tol) : (f64, f64, f64) -> ()
   return
 }
 
@@ -964,6 +1745,15 @@ func.func @main() {
   %deep_chain_2_1 = arith.constant 0.3 : f64
   %deep_chain_2_id = arith.constant 2 : i64
   func.call @check_deep_chain(%deep_chain_2_id, %deep_chain_2_0, %deep_chain_2_1) : (i64, f64, f64) -> ()
+  %deep_branch_chain_0_0 = arith.constant 0.7 : f64
+  %deep_branch_chain_0_id = arith.constant 0 : i64
+  func.call @check_deep_branch_chain(%deep_branch_chain_0_id, %deep_branch_chain_0_0) : (i64, f64) -> ()
+  %deep_branch_chain_1_0 = arith.constant -1.2 : f64
+  %deep_branch_chain_1_id = arith.constant 1 : i64
+  func.call @check_deep_branch_chain(%deep_branch_chain_1_id, %deep_branch_chain_1_0) : (i64, f64) -> ()
+  %deep_branch_chain_2_0 = arith.constant 2.0 : f64
+  %deep_branch_chain_2_id = arith.constant 2 : i64
+  func.call @check_deep_branch_chain(%deep_branch_chain_2_id, %deep_branch_chain_2_0) : (i64, f64) -> ()
   %call_chain_0_0 = arith.constant 0.7 : f64
   %call_chain_0_1 = arith.constant 1.5 : f64
   %call_chain_0_id = arith.constant 0 : i64
@@ -1024,6 +1814,9 @@ func.func @main() {
 // CHECK: deep_chain p1 db: ok
 // CHECK: deep_chain p2 da: ok
 // CHECK: deep_chain p2 db: ok
+// CHECK: deep_branch_chain p0 da: ok
+// CHECK: deep_branch_chain p1 da: ok
+// CHECK: deep_branch_chain p2 da: ok
 // CHECK: call_chain p0 da: ok
 // CHECK: call_chain p0 db: ok
 // CHECK: call_chain p1 da: ok
