@@ -160,9 +160,6 @@ FAILURES = [WRONG_GRADIENT, WRONG_PRIMAL, CRASH, DIAGNOSTIC, INVALID_IR,
 # Constructs that trigger known bugs, by the name --avoid takes (see
 # Generator.blocked for what each one rules out).
 KNOWN_BUGS = {
-    "recursive-callee-in-recursion":
-        "'cannot keep a value of type memref<?xf64> ...' for a call of "
-        "another recursive function inside a recursive function",
     "rank-reducing-unit-slice":
         "upstream crash in expand-strided-metadata (SubViewOp::"
         "getDroppedDims) on a rank-reducing extract_slice dropping one of "
@@ -632,27 +629,16 @@ class Generator:
         self.features.add(feature)
 
     def blocked(self, r, construct, callee=None):
-        """Whether `construct` is ruled out in region r: by a limitation
-        the README documents (a recursive callee inside a loop of a
-        non-recursive function; inside a recursive function, a loop that
-        runs another loop or a recursive call), or by a known bug named in
-        self.avoid; and any loop in the links of a call chain
-        (self.loop_free). Constructs: "call" of `callee`; "loop"; "nest": a
-        product reduction or a gather over a rank >= 2 tensor, which
-        become loop nests; "unit_slice": a rank-reducing slice with
-        several sizes 1."""
-        context, avoid = r.context, self.avoid
-        recursive = callee is not None and callee.recursive
-        in_loop = "loop" in context
-        nest = construct == "nest" or (construct == "loop" and in_loop) or (
-            callee is not None and
-            (callee.nests or (in_loop and (callee.loops or recursive))))
+        """Whether `construct` is ruled out in region r: by a known bug
+        named in self.avoid, or any loop in the links of a call chain
+        (self.loop_free). (Recursive callees in loops and loop nests in
+        recursions are generated: the shared tapes link their rows.)
+        Constructs: "call" of `callee`; "loop"; "nest": a product
+        reduction or a gather over a rank >= 2 tensor, which become loop
+        nests; "unit_slice": a rank-reducing slice with several sizes 1."""
         return any([
-            recursive and "loop" in context and "recursion" not in context,
-            "recursion" in context and nest,
-            "rank-reducing-unit-slice" in avoid and construct == "unit_slice",
-            "recursive-callee-in-recursion" in avoid and recursive and
-            "recursion" in context,
+            "rank-reducing-unit-slice" in self.avoid and
+            construct == "unit_slice",
             self.loop_free and construct in ("loop", "nest"),
         ])
 
