@@ -2098,6 +2098,20 @@ class Generator:
         r.floats.append(v)
         self.extract(r, v)
 
+    def emit_if(self, r, cond, sides, type_):
+        """Emits into r an scf.if on `cond` with one result of `type_`:
+        `sides` are (branch region, value it yields), then and else.
+        Returns the result's name."""
+        name = self.fresh()
+        r.emit(f"{name} = scf.if {cond} -> ({type_}) {{")
+        for k, (b, y) in enumerate(sides):
+            if k:
+                r.emit("} else {")
+            r.lines += b.lines
+            r.emit(f"  scf.yield {y.name} : {type_}")
+        r.emit("}")
+        return name
+
     def tensor_if(self, r):
         """An scf.if yielding a tensor computed differently in each branch."""
         t = self.tensor_operand(r) or self.source(r, *self.random_shape(r))
@@ -2109,14 +2123,7 @@ class Generator:
             for _ in range(self.rng.randint(0, 2)):
                 y = self.elementwise(b, y)
             branches.append((b, y))
-        name = self.fresh()
-        r.emit(f"{name} = scf.if {cond} -> ({t.type}) {{")
-        for k, (b, y) in enumerate(branches):
-            if k:
-                r.emit("} else {")
-            r.lines += b.lines
-            r.emit(f"  scf.yield {y.name} : {t.type}")
-        r.emit("}")
+        name = self.emit_if(r, cond, branches, t.type)
         self.note("tensor_if")
         v = t.like(name, max(y.bound for _, y in branches))
         r.floats.append(v)
@@ -2488,14 +2495,7 @@ class Generator:
             arg = first if side == 0 else \
                 self.un(b, "arith.negf", first, first.bound)
             sides.append((b, self.call(b, callee, first=arg)[0]))
-        name = self.fresh()
-        r.emit(f"{name} = scf.if {cond} -> ($T) {{")
-        for k, (b, res) in enumerate(sides):
-            if k:
-                r.emit("} else {")
-            r.lines += b.lines
-            r.emit(f"  scf.yield {res.name} : $T")
-        r.emit("}")
+        name = self.emit_if(r, cond, sides, "$T")
         return Value(name, callee.bounds[0])
 
     def index_arithmetic(self, r):
@@ -2608,14 +2608,7 @@ class Generator:
             else:
                 y = self.yields(b, 1)[0]
             sides.append((b, y))
-        name = self.fresh()
-        r.emit(f"{name} = scf.if {cond} -> ($T) {{")
-        for k, (b, y) in enumerate(sides):
-            if k:
-                r.emit("} else {")
-            r.lines += b.lines
-            r.emit(f"  scf.yield {y.name} : $T")
-        r.emit("}")
+        name = self.emit_if(r, cond, sides, "$T")
         r.floats.append(Value(name, max(y.bound for _, y in sides)))
 
     # -- deeply nested branches -----------------------------------------------

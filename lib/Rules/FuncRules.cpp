@@ -50,26 +50,15 @@ struct CallRule
     for (Value operand : call.getOperands())
       operands.push_back(emitter.lookup(operand));
     unsigned numResults = call.getNumResults();
-    if (isRecursive(call, *functions, emitter)) {
-      // Within the recursion: thread the shared tape; the callee's row is
-      // the next free one.
-      SmallVector<Value> tape = emitter.getCarriedTapes(call);
-      llvm::append_range(operands, tape);
-      auto forwardCall =
-          func::CallOp::create(emitter.getBuilder(), call.getLoc(),
-                               functions->recursiveForward, operands);
-      emitter.mapResults(call, forwardCall.getResults().take_front(numResults));
-      emitter.setCarriedTapes(call,
-                              forwardCall.getResults().drop_front(numResults));
-      emitter.setResiduals(call, {tape[1]});
-      return success();
-    }
-    if (functions->recursiveForward && emitter.usesSharedTape(call)) {
-      // A recursive callee from outside its recursion, in a loop or in
-      // another recursion: its rows go to the tape threaded here, from the
-      // next free row on (a fresh tape per call would be a buffer, which
-      // neither a loop iteration nor a row can keep).
-      emitter.shareTapeWith(call, emitter.lookupCallee(call));
+    bool recursive = isRecursive(call, *functions, emitter);
+    if (recursive ||
+        (functions->recursiveForward && emitter.usesSharedTape(call))) {
+      // Within the recursion, or a recursive callee from outside it in a
+      // loop or another recursion (a fresh tape per call would be a buffer,
+      // which neither a loop iteration nor a row can keep): thread the
+      // tape; the callee's rows start at the next free one.
+      if (!recursive)
+        emitter.shareTapeWith(call, emitter.lookupCallee(call));
       SmallVector<Value> tape = emitter.getCarriedTapes(call);
       operands.append({tape[0], tape[1]});
       auto forwardCall =

@@ -309,10 +309,9 @@ public:
                            (call && usesSharedTape(call)) ||
                            (rule && op->getNumRegions() > 0)))
         keys.insert(recursionKey);
-      else if (call && usesSharedTape(call))
-        keys.insert(function);
-      else if (rule && rule.usesGrowableTape())
-        keys.insert(op);
+      else if ((call && usesSharedTape(call)) ||
+               (rule && rule.usesGrowableTape()))
+        keys.insert(tapeKeyOf(op));
     });
     return keys.takeVector();
   }
@@ -339,9 +338,9 @@ public:
       generator.shareRecursionTape(function, callee);
       return;
     }
-    // Every such call in this function fills one tape, keyed by the
-    // function: the recursions of all their callees get one row width.
-    GrowableTape &tape = growableTape(function);
+    // Every such call in this function fills one tape (see tapeKeyOf): the
+    // recursions of all their callees get one row width.
+    GrowableTape &tape = growableTape(tapeKeyOf(originalCall));
     if (tape.filledByRecursion) {
       generator.shareRecursionTape(firstSharedCallee, callee);
       return;
@@ -354,10 +353,14 @@ public:
   /// The callee of the first call that filled the function's shared tape.
   func::FuncOp firstSharedCallee;
 
-  /// The tape `original` writes its rows to: its own, or in a recursive
-  /// function the recursion's.
-  Operation *tapeKeyOf(Operation *original) const {
-    return recursionKey ? recursionKey : original;
+  /// The tape `original` writes its rows to: its own; in a recursive
+  /// function the recursion's; for a call of a recursive function from a
+  /// loop, the one all such calls of the function share (keyed by it).
+  Operation *tapeKeyOf(Operation *original) {
+    if (recursionKey)
+      return recursionKey;
+    auto call = dyn_cast<func::CallOp>(original);
+    return call && usesSharedTape(call) ? function.getOperation() : original;
   }
 
   /// Whether `op` calls a function of the recursion being differentiated.
@@ -850,10 +853,8 @@ public:
 
   Value getRecursionTape() override { return recursionTape; }
   Value getGrowableTape(Operation *original) override {
-    // Calls of recursive functions share the function's tape.
-    if (isa<func::CallOp>(original))
-      original = function;
-    return tapeEntryValue(forward.growableTape(original).buffer);
+    return tapeEntryValue(
+        forward.growableTape(forward.tapeKeyOf(original)).buffer);
   }
   bool inRecursion() override { return recursionTape != nullptr; }
   bool usesSharedTape(func::CallOp call) override {
