@@ -1,0 +1,217 @@
+//===- JitEntryPoint.cpp - calling JIT-compiled entry points --------------===//
+//
+// Checks arguments against an entry's signature, packs them as the C
+// interface of the lowered function expects, calls it and unpacks the
+// results into owned values.
+//
+//===----------------------------------------------------------------------===//
+
+#include "JitEntryPoint.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdlib>
+#include <cstring>
+
+using namespace mlir::ad::runtime;
+
+EntryPoint::~EntryPoint() = default;
+
+/// Words of a memref descriptor of `rank`.
+static size_t descriptorWords(int64_t rank) { return 3 + 2 * rank; }
+
+/// Size (and alignment) of a scalar or a descriptor field of a C struct.
+static size_t fieldBytes(const ValueType &type) {
+  return type.shaped ? 8 * descriptorWords(type.getRank())
+                     : getByteWidth(type.element);
+}
+
+static size_t fieldAlignment(const ValueType &type) {
+  return type.shaped ? 8 : getByteWidth(type.element);
+}
+
+CallingConvention::CallingConvention(const Signature &signature) {
+  for (const ValueType &input : signature.inputs)
+    if (input.shaped)
+      argumentWords += descriptorWords(input.getRank());
+  const std::vector<ValueType> &results = signature.results;
+  scalarReturn = results.size() == 1 && !results.front().shaped;
+  size_t offset = 0, alignment = 1;
+  for (const ValueType &result : results) {
+    size_t align = fieldAlignment(result);
+    offset = (offset + align - 1) / align * align;
+    resultOffsets.push_back(offset);
+    offset += fieldBytes(result);
+    alignment = std::max(alignment, align);
+  }
+  resultBytes = (offset + alignment - 1) / alignment * alignment;
+}
+
+JitEntryPoint::JitEntryPoint(Signature signature,
+                             std::unique_ptr<mlir::ExecutionEngine> engine,
+                             void (*packed)(void **))
+    : engine(std::move(engine)), packed(packed),
+      convention(signature) {
+  this->signature = std::move(signature);
+}
+
+static llvm::Error makeError(ErrorKind kind, const llvm::Twine &message) {
+  return llvm::make_error<RuntimeError>(kind, message.str());
+}
+
+/// "tensor<?x3xf64>" for a buffer argument, "f32" for a scalar.
+static std::string describe(const Argument &arg) {
+  if (!arg.shaped)
+    return ("a " + getName(arg.element) + " scalar").str();
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "a buffer of shape (";
+  llvm::interleaveComma(arg.sizes, os);
+  os << ") and element type " << getName(arg.element);
+  return text;
+}
+
+llvm::Error JitEntryPoint::checkArguments(llvm::ArrayRef<Argument> args) const {
+  const std::vector<ValueType> &inputs = signature.inputs;
+  if (args.size() != inputs.size())
+    return makeError(ErrorKind::Type, "expected " + llvm::Twine(inputs.size()) +
+                                          " arguments, got " +
+                                          llvm::Twine(args.size()));
+  for (auto [index, arg] : llvm::enumerate(args)) {
+    const ValueType &type = inputs[index];
+    if (arg.shaped != type.shaped || arg.element != type.element)
+      return makeError(ErrorKind::Type, "argument " + llvm::Twine(index) +
+                                            ": expected " + type.str() +
+                                            ", got " + describe(arg));
+    if (!arg.shaped)
+      continue;
+    if ((int64_t)arg.sizes.size() != type.getRank())
+      return makeError(ErrorKind::Value,
+                       "argument " + llvm::Twine(index) + ": expected " +
+                           type.str() + " (rank " +
+                           llvm::Twine(type.getRank()) + "), got " +
+                           describe(arg));
+    for (auto [dim, size] : llvm::enumerate(arg.sizes)) {
+      int64_t expected = type.shape[dim];
+      if (size < 0 || (expected != ValueType::kDynamic && size != expected))
+        return makeError(ErrorKind::Value,
+                         "argument " + llvm::Twine(index) + ": expected " +
+                             type.str() + ", got " + describe(arg) +
+                             " (dimension " + llvm::Twine(dim) + ")");
+    }
+    if (!arg.data && llvm::all_of(arg.sizes, [](int64_t s) { return s > 0; }))
+      return makeError(ErrorKind::Value,
+                       "argument " + llvm::Twine(index) + " has no data");
+  }
+  return llvm::Error::success();
+}
+
+/// Writes the descriptor of a contiguous row-major buffer at `words`.
+static void writeDescriptor(const Argument &arg, int64_t *words) {
+  int64_t rank = arg.sizes.size();
+  std::memcpy(&words[0], &arg.data, sizeof(void *));
+  std::memcpy(&words[1], &arg.data, sizeof(void *));
+  words[2] = 0;
+  int64_t stride = 1;
+  for (int64_t dim = rank - 1; dim >= 0; --dim) {
+    words[3 + dim] = arg.sizes[dim];
+    words[3 + rank + dim] = stride;
+    stride *= std::max<int64_t>(arg.sizes[dim], 1);
+  }
+}
+
+/// Reads a result of `type` at `field`, taking ownership of its buffer.
+static Result readResult(const ValueType &type, const char *field) {
+  Result result;
+  result.element = type.element;
+  result.shaped = type.shaped;
+  if (!type.shaped) {
+    std::memcpy(&result.scalar, field, getByteWidth(type.element));
+    return result;
+  }
+  int64_t rank = type.getRank();
+  const char *aligned;
+  int64_t offset;
+  std::memcpy(&result.allocated, field, sizeof(void *));
+  std::memcpy(&aligned, field + 8, sizeof(void *));
+  std::memcpy(&offset, field + 16, sizeof(int64_t));
+  result.data = const_cast<char *>(aligned) + offset * getByteWidth(type.element);
+  result.sizes.resize(rank);
+  result.strides.resize(rank);
+  std::memcpy(result.sizes.data(), field + 24, 8 * rank);
+  std::memcpy(result.strides.data(), field + 24 + 8 * rank, 8 * rank);
+  return result;
+}
+
+/// Bytes a result buffer spans from its first element.
+static size_t spanBytes(const Result &result) {
+  int64_t last = 0;
+  for (auto [size, stride] : llvm::zip(result.sizes, result.strides)) {
+    if (size == 0)
+      return 0;
+    last += (size - 1) * std::abs(stride);
+  }
+  return (last + 1) * getByteWidth(result.element);
+}
+
+llvm::Error JitEntryPoint::call(llvm::ArrayRef<Argument> args,
+                                std::vector<Result> &results) const {
+  if (llvm::Error error = checkArguments(args))
+    return error;
+
+  llvm::SmallVector<int64_t, 32> descriptors(convention.argumentWords);
+  llvm::SmallVector<void *, 16> descriptorPointers(args.size());
+  alignas(16) char inlineResults[256];
+  std::unique_ptr<char[]> heapResults;
+  char *resultStruct = inlineResults;
+  if (convention.resultBytes > sizeof(inlineResults)) {
+    heapResults.reset(new char[convention.resultBytes]);
+    resultStruct = heapResults.get();
+  }
+  std::memset(resultStruct, 0, convention.resultBytes);
+
+  llvm::SmallVector<void *, 16> packedArgs;
+  const std::vector<ValueType> &resultTypes = signature.results;
+  if (!resultTypes.empty() && !convention.scalarReturn)
+    packedArgs.push_back(&resultStruct);
+  size_t word = 0;
+  for (auto [index, arg] : llvm::enumerate(args)) {
+    if (!arg.shaped) {
+      packedArgs.push_back(const_cast<void *>(
+          static_cast<const void *>(&arg.scalar)));
+      continue;
+    }
+    int64_t *descriptor = &descriptors[word];
+    writeDescriptor(arg, descriptor);
+    word += descriptorWords(arg.sizes.size());
+    descriptorPointers[index] = descriptor;
+    packedArgs.push_back(&descriptorPointers[index]);
+  }
+  if (convention.scalarReturn)
+    packedArgs.push_back(resultStruct);
+
+  packed(packedArgs.data());
+
+  size_t first = results.size();
+  for (auto [type, offset] :
+       llvm::zip(resultTypes, convention.resultOffsets))
+    results.push_back(readResult(type, resultStruct + offset));
+  // Two results never share a buffer (each owns its own); copy one if the
+  // lowered code ever returned the same allocation twice.
+  for (size_t i = first; i < results.size(); ++i) {
+    Result &result = results[i];
+    if (!result.allocated)
+      continue;
+    for (size_t j = first; j < i; ++j) {
+      if (results[j].allocated != result.allocated)
+        continue;
+      size_t bytes = spanBytes(result);
+      void *copy = std::malloc(std::max<size_t>(bytes, 1));
+      std::memcpy(copy, result.data, bytes);
+      result.allocated = copy;
+      result.data = copy;
+      break;
+    }
+  }
+  return llvm::Error::success();
+}

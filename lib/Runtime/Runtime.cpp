@@ -1,0 +1,712 @@
+//===- Runtime.cpp - parse, differentiate, lower and JIT programs ---------===//
+//
+// The runtime's context and cache, programs parsed into it, and the
+// compilation of an entry point: a generated function calling the user's
+// function (or an ad op on it) is added to a copy of the module, which is
+// lowered with `ad-lower-to-llvm` and JIT-compiled.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ad/Runtime/Runtime.h"
+#include "JitEntryPoint.h"
+
+#include "ad/IR/ADDialect.h"
+#include "ad/Rules/Rules.h"
+#include "ad/Transforms/Passes.h"
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OperationSupport.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+
+#include <mutex>
+
+#ifndef AD_MLIR_LIBRARY_DIR
+#define AD_MLIR_LIBRARY_DIR ""
+#endif
+
+using namespace mlir;
+using namespace mlir::ad::runtime;
+
+Program::~Program() = default;
+Runtime::~Runtime() = default;
+
+static llvm::Error makeError(ErrorKind kind, const llvm::Twine &message) {
+  return llvm::make_error<RuntimeError>(kind, message.str());
+}
+
+void mlir::ad::runtime::registerRuntimeDialects(DialectRegistry &registry) {
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  registry.insert<ad::ADDialect>();
+  ad::registerReverseRules(registry);
+}
+
+//===----------------------------------------------------------------------===//
+// Diagnostics
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Collects every diagnostic emitted while it lives, printed with source
+/// lines from `sourceMgr` where the location points into one of its buffers.
+class DiagnosticCollector {
+public:
+  DiagnosticCollector(MLIRContext &context, llvm::SourceMgr &sourceMgr)
+      : os(text), handler(sourceMgr, &context, os) {}
+  /// A Compile error with everything collected, after `what`.
+  llvm::Error takeError(const llvm::Twine &what) {
+    std::string message = what.str();
+    if (!text.empty())
+      message += ":\n" + text;
+    while (!message.empty() && message.back() == '\n')
+      message.pop_back();
+    return makeError(ErrorKind::Compile, message);
+  }
+
+private:
+  std::string text;
+  llvm::raw_string_ostream os;
+  SourceMgrDiagnosticHandler handler;
+};
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Signatures
+//===----------------------------------------------------------------------===//
+
+static std::optional<ElementKind> getElementKind(Type type) {
+  if (type.isF16())
+    return ElementKind::F16;
+  if (type.isBF16())
+    return ElementKind::BF16;
+  if (type.isF32())
+    return ElementKind::F32;
+  if (type.isF64())
+    return ElementKind::F64;
+  if (type.isIndex())
+    return ElementKind::Index;
+  if (type.isSignlessInteger(1))
+    return ElementKind::I1;
+  if (type.isSignlessInteger(8))
+    return ElementKind::I8;
+  if (type.isSignlessInteger(16))
+    return ElementKind::I16;
+  if (type.isSignlessInteger(32))
+    return ElementKind::I32;
+  if (type.isSignlessInteger(64))
+    return ElementKind::I64;
+  return std::nullopt;
+}
+
+/// The boundary type of an MLIR type, or nullopt when the runtime cannot
+/// pass it (unranked, non-identity layouts, vectors, other element types).
+static std::optional<ValueType> getValueType(Type type) {
+  ValueType result;
+  Type element = type;
+  if (auto tensor = dyn_cast<RankedTensorType>(type)) {
+    if (tensor.getEncoding())
+      return std::nullopt;
+    result.shaped = result.tensor = true;
+    element = tensor.getElementType();
+    result.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
+  } else if (auto memref = dyn_cast<MemRefType>(type)) {
+    if (!memref.getLayout().isIdentity() || memref.getMemorySpace())
+      return std::nullopt;
+    result.shaped = true;
+    element = memref.getElementType();
+    result.shape.assign(memref.getShape().begin(), memref.getShape().end());
+  }
+  for (int64_t &size : result.shape)
+    if (ShapedType::isDynamic(size))
+      size = ValueType::kDynamic;
+  std::optional<ElementKind> kind = getElementKind(element);
+  if (!kind)
+    return std::nullopt;
+  result.element = *kind;
+  return result;
+}
+
+namespace {
+/// What the runtime knows about one function of a program.
+struct FunctionInfo {
+  std::string name;
+  Signature signature;
+  /// Why the runtime cannot call it, when it cannot.
+  std::string unsupported;
+  std::vector<int64_t> differentiable;
+};
+} // namespace
+
+static FunctionInfo describeFunction(func::FuncOp func) {
+  FunctionInfo info;
+  info.name = func.getSymName().str();
+  auto convert = [&](TypeRange types, std::vector<ValueType> &out,
+                     StringRef what) {
+    for (auto [index, type] : llvm::enumerate(types)) {
+      std::optional<ValueType> converted = getValueType(type);
+      if (converted) {
+        out.push_back(*converted);
+        continue;
+      }
+      if (info.unsupported.empty()) {
+        llvm::raw_string_ostream os(info.unsupported);
+        os << what << " " << index << " of @" << info.name << " has type "
+           << type
+           << ", which the runtime cannot pass (it passes scalars of "
+              "float, integer and index types, and ranked tensors and "
+              "identity-layout memrefs of them)";
+      }
+    }
+  };
+  convert(func.getArgumentTypes(), info.signature.inputs, "argument");
+  convert(func.getResultTypes(), info.signature.results, "result");
+  for (auto [index, type] : llvm::enumerate(func.getArgumentTypes())) {
+    Type element = getElementTypeOrSelf(type);
+    bool differentiable = isa<FloatType>(type) ||
+                          (isa<RankedTensorType>(type) &&
+                           isa<FloatType>(element));
+    if (differentiable)
+      info.differentiable.push_back(index);
+  }
+  return info;
+}
+
+//===----------------------------------------------------------------------===//
+// The runtime and its programs
+//===----------------------------------------------------------------------===//
+
+namespace {
+class RuntimeImpl;
+
+class ProgramImpl : public Program,
+                    public std::enable_shared_from_this<ProgramImpl> {
+public:
+  ProgramImpl(RuntimeImpl &runtime, std::string source, std::string name)
+      : runtime(runtime), source(std::move(source)),
+        bufferName(std::move(name)) {}
+
+  llvm::Error parse();
+  ArrayRef<std::string> getFunctionNames() const override { return names; }
+  llvm::Expected<Signature>
+  getFunctionSignature(StringRef name) const override;
+  llvm::Expected<std::vector<int64_t>>
+  getDifferentiableArguments(StringRef name) const override;
+  llvm::Expected<std::shared_ptr<EntryPoint>>
+  getEntryPoint(EntryKind kind, StringRef name,
+                ArrayRef<int64_t> wrt) override;
+
+private:
+  llvm::Expected<const FunctionInfo *> lookup(StringRef name) const;
+  llvm::Expected<std::vector<int64_t>>
+  checkWrt(EntryKind kind, const FunctionInfo &info,
+           ArrayRef<int64_t> wrt) const;
+  llvm::Expected<std::shared_ptr<EntryPoint>>
+  compile(EntryKind kind, const FunctionInfo &info, ArrayRef<int64_t> wrt);
+
+  RuntimeImpl &runtime;
+  std::string source;
+  std::string bufferName;
+  llvm::SourceMgr sourceMgr;
+  OwningOpRef<ModuleOp> module;
+  std::vector<std::string> names;
+  std::vector<FunctionInfo> functions;
+  llvm::StringMap<size_t> functionIndex;
+};
+
+class RuntimeImpl : public Runtime {
+public:
+  explicit RuntimeImpl(RuntimeOptions options);
+
+  llvm::Expected<std::shared_ptr<Program>>
+  parse(StringRef source, StringRef bufferName) override;
+  llvm::Expected<std::shared_ptr<Program>>
+  parseFile(StringRef path) override;
+  llvm::Expected<std::shared_ptr<Program>> fromModule(ModuleOp module) override;
+  size_t getNumCompilations() const override;
+  void clearCache() override;
+
+  /// Lowers `module` (which holds the entry function `entryName`) and
+  /// JIT-compiles it. Called with the lock held.
+  llvm::Expected<std::shared_ptr<EntryPoint>>
+  lowerAndJit(ModuleOp module, StringRef entryName, Signature signature,
+              DiagnosticCollector &diagnostics, StringRef what);
+
+  MLIRContext &getContext() { return context; }
+  std::mutex mutex;
+  llvm::StringMap<std::shared_ptr<EntryPoint>> cache;
+  size_t compilations = 0;
+
+private:
+  RuntimeOptions options;
+  DialectRegistry registry;
+  MLIRContext context;
+};
+} // namespace
+
+static DialectRegistry makeRegistry() {
+  DialectRegistry registry;
+  registerRuntimeDialects(registry);
+  return registry;
+}
+
+RuntimeImpl::RuntimeImpl(RuntimeOptions options)
+    : options(std::move(options)), context(makeRegistry()) {
+  static std::once_flag nativeTarget;
+  std::call_once(nativeTarget, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+  if (this->options.sharedLibraries.empty()) {
+    for (StringRef library : {"libmlir_c_runner_utils.so",
+                              "libmlir_runner_utils.so"}) {
+      std::string path = (AD_MLIR_LIBRARY_DIR "/" + library).str();
+      if (llvm::sys::fs::exists(path))
+        this->options.sharedLibraries.push_back(path);
+    }
+  }
+}
+
+std::unique_ptr<Runtime> Runtime::create(RuntimeOptions options) {
+  return std::make_unique<RuntimeImpl>(std::move(options));
+}
+
+llvm::Expected<std::shared_ptr<Program>>
+RuntimeImpl::parse(StringRef source, StringRef bufferName) {
+  auto program =
+      std::make_shared<ProgramImpl>(*this, source.str(), bufferName.str());
+  if (llvm::Error error = program->parse())
+    return std::move(error);
+  return program;
+}
+
+llvm::Expected<std::shared_ptr<Program>> RuntimeImpl::parseFile(StringRef path) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+      llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!file)
+    return makeError(ErrorKind::Value, "cannot read " + path + ": " +
+                                           file.getError().message());
+  return parse((*file)->getBuffer(), path);
+}
+
+llvm::Expected<std::shared_ptr<Program>>
+RuntimeImpl::fromModule(ModuleOp module) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  // Locations travel along, so diagnostics still point at the user's source.
+  module->print(os, OpPrintingFlags().enableDebugInfo());
+  return parse(text, "<module>");
+}
+
+size_t RuntimeImpl::getNumCompilations() const { return compilations; }
+
+void RuntimeImpl::clearCache() {
+  std::lock_guard<std::mutex> lock(mutex);
+  SmallVector<std::string> unused;
+  for (auto &entry : cache)
+    if (entry.second.use_count() == 1)
+      unused.push_back(entry.first().str());
+  for (const std::string &key : unused)
+    cache.erase(key);
+}
+
+llvm::Error ProgramImpl::parse() {
+  std::lock_guard<std::mutex> lock(runtime.mutex);
+  MLIRContext &context = runtime.getContext();
+  sourceMgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(source, bufferName), llvm::SMLoc());
+  DiagnosticCollector diagnostics(context, sourceMgr);
+  module = parseSourceFile<ModuleOp>(sourceMgr, ParserConfig(&context));
+  if (!module)
+    return diagnostics.takeError("cannot parse " + bufferName);
+  for (auto func : module->getOps<func::FuncOp>()) {
+    if (func.isExternal())
+      continue;
+    functionIndex[func.getSymName()] = functions.size();
+    functions.push_back(describeFunction(func));
+    names.push_back(functions.back().name);
+  }
+  return llvm::Error::success();
+}
+
+llvm::Expected<const FunctionInfo *>
+ProgramImpl::lookup(StringRef name) const {
+  auto it = functionIndex.find(name);
+  if (it != functionIndex.end())
+    return &functions[it->second];
+  std::string message;
+  llvm::raw_string_ostream os(message);
+  os << bufferName << " has no function @" << name << " with a body";
+  if (!names.empty()) {
+    os << " (it has ";
+    llvm::interleaveComma(names, os, [&](const std::string &n) {
+      os << "@" << n;
+    });
+    os << ")";
+  }
+  return makeError(ErrorKind::Value, message);
+}
+
+llvm::Expected<Signature>
+ProgramImpl::getFunctionSignature(StringRef name) const {
+  llvm::Expected<const FunctionInfo *> info = lookup(name);
+  if (!info)
+    return info.takeError();
+  if (!(*info)->unsupported.empty())
+    return makeError(ErrorKind::Value, (*info)->unsupported);
+  return (*info)->signature;
+}
+
+llvm::Expected<std::vector<int64_t>>
+ProgramImpl::getDifferentiableArguments(StringRef name) const {
+  llvm::Expected<const FunctionInfo *> info = lookup(name);
+  if (!info)
+    return info.takeError();
+  return (*info)->differentiable;
+}
+
+static StringRef getEntryKindName(EntryKind kind) {
+  switch (kind) {
+  case EntryKind::Call:
+    return "call";
+  case EntryKind::Grad:
+    return "grad";
+  case EntryKind::ValueAndGrad:
+    return "value_and_grad";
+  case EntryKind::Vjp:
+    return "vjp";
+  }
+  llvm_unreachable("unknown entry kind");
+}
+
+llvm::Expected<std::vector<int64_t>>
+ProgramImpl::checkWrt(EntryKind kind, const FunctionInfo &info,
+                      ArrayRef<int64_t> wrt) const {
+  if (kind == EntryKind::Call)
+    return std::vector<int64_t>();
+  std::string what = (getEntryKindName(kind) + " of @" + info.name).str();
+  if (kind == EntryKind::Grad || kind == EntryKind::ValueAndGrad) {
+    const std::vector<ValueType> &results = info.signature.results;
+    int numFloat = llvm::count_if(
+        results, [](const ValueType &type) { return type.isFloat(); });
+    if (numFloat != 1 || results.front().getRank() != 0 ||
+        !results.front().isFloat()) {
+      std::string types;
+      llvm::raw_string_ostream os(types);
+      llvm::interleaveComma(results, os,
+                            [&](const ValueType &t) { os << t.str(); });
+      return makeError(ErrorKind::Value,
+                       what + ": the function must return one float scalar "
+                              "(or rank-0 tensor) and nothing else, but it "
+                              "returns (" + types +
+                           "); use vjp for other functions");
+    }
+  }
+  if (wrt.empty()) {
+    if (info.differentiable.empty())
+      return makeError(ErrorKind::Value,
+                       what + ": the function has no differentiable "
+                              "argument (float scalar or float tensor)");
+    return info.differentiable;
+  }
+  std::vector<int64_t> sorted(wrt.begin(), wrt.end());
+  llvm::sort(sorted);
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    int64_t position = sorted[i];
+    if (i > 0 && sorted[i - 1] == position)
+      return makeError(ErrorKind::Value, what + ": argument " +
+                                             llvm::Twine(position) +
+                                             " is listed twice in wrt");
+    if (position < 0 || position >= (int64_t)info.signature.inputs.size())
+      return makeError(ErrorKind::Value,
+                       what + ": wrt names argument " + llvm::Twine(position) +
+                           " but the function has " +
+                           llvm::Twine(info.signature.inputs.size()) +
+                           " arguments");
+    if (!llvm::is_contained(info.differentiable, position))
+      return makeError(ErrorKind::Value,
+                       what + ": argument " + llvm::Twine(position) +
+                           " has type " +
+                           info.signature.inputs[position].str() +
+                           ", which cannot be differentiated (only float "
+                           "scalars and float tensors can)");
+  }
+  return sorted;
+}
+
+llvm::Expected<std::shared_ptr<EntryPoint>>
+ProgramImpl::getEntryPoint(EntryKind kind, StringRef name,
+                           ArrayRef<int64_t> wrt) {
+  llvm::Expected<const FunctionInfo *> found = lookup(name);
+  if (!found)
+    return found.takeError();
+  const FunctionInfo &info = **found;
+  if (!info.unsupported.empty())
+    return makeError(ErrorKind::Value, info.unsupported);
+  llvm::Expected<std::vector<int64_t>> positions = checkWrt(kind, info, wrt);
+  if (!positions)
+    return positions.takeError();
+
+  std::string key;
+  llvm::raw_string_ostream os(key);
+  os << getEntryKindName(kind) << "\n" << name << "\n";
+  llvm::interleaveComma(*positions, os);
+  os << "\n" << bufferName << "\n" << source;
+
+  std::lock_guard<std::mutex> lock(runtime.mutex);
+  auto cached = runtime.cache.find(key);
+  if (cached != runtime.cache.end())
+    return cached->second;
+  llvm::Expected<std::shared_ptr<EntryPoint>> entry =
+      compile(kind, info, *positions);
+  if (!entry)
+    return entry.takeError();
+  ++runtime.compilations;
+  runtime.cache[key] = *entry;
+  return *entry;
+}
+
+//===----------------------------------------------------------------------===//
+// Entry functions
+//===----------------------------------------------------------------------===//
+
+/// Prints `types` comma-separated.
+static std::string printTypes(TypeRange types) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  llvm::interleaveComma(types, os, [&](Type type) { os << type; });
+  return text;
+}
+
+/// `%p#0, %p#1, ...` for `count` results of `%p`.
+static std::string resultList(StringRef prefix, size_t count) {
+  std::string text;
+  for (size_t i = 0; i < count; ++i)
+    text += (i ? ", %" : "%") + prefix.str() + "#" + std::to_string(i);
+  return text;
+}
+
+/// `%<prefix>0, %<prefix>1, ...`.
+static std::string argumentList(StringRef prefix, size_t count) {
+  std::string text;
+  for (size_t i = 0; i < count; ++i)
+    text += (i ? ", %" : "%") + prefix.str() + std::to_string(i);
+  return text;
+}
+
+/// The text of the function `entryName` computing `kind` of `callee` with
+/// respect to `wrt`; sets `signature` to its boundary types. Tensor
+/// arguments are read-only, so the caller's buffers survive the call.
+static std::string buildEntrySource(EntryKind kind, func::FuncOp callee,
+                                    ArrayRef<int64_t> wrt, StringRef entryName,
+                                    Signature &signature) {
+  MLIRContext *context = callee.getContext();
+  FunctionType type = callee.getFunctionType();
+  SmallVector<Type> inputs(type.getInputs());
+  SmallVector<Type> floatResults;
+  for (Type result : type.getResults())
+    if (isa<FloatType>(getElementTypeOrSelf(result)))
+      floatResults.push_back(result);
+  SmallVector<Type> gradients;
+  for (int64_t position : wrt)
+    gradients.push_back(type.getInput(position));
+
+  SmallVector<Type> entryInputs(inputs);
+  SmallVector<Type> entryResults;
+  switch (kind) {
+  case EntryKind::Call:
+    entryResults.assign(type.getResults().begin(), type.getResults().end());
+    break;
+  case EntryKind::Grad:
+    entryResults = gradients;
+    break;
+  case EntryKind::ValueAndGrad:
+    entryResults.push_back(type.getResult(0));
+    entryResults.append(gradients);
+    break;
+  case EntryKind::Vjp:
+    entryInputs.append(floatResults);
+    entryResults = gradients;
+    break;
+  }
+  for (Type input : entryInputs)
+    signature.inputs.push_back(*getValueType(input));
+  for (Type result : entryResults)
+    signature.results.push_back(*getValueType(result));
+
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  std::string calleeRef;
+  {
+    llvm::raw_string_ostream refOs(calleeRef);
+    refOs << FlatSymbolRefAttr::get(context, callee.getSymName());
+  }
+  std::string wrtAttr;
+  {
+    llvm::raw_string_ostream wrtOs(wrtAttr);
+    wrtOs << "{wrt = array<i64: ";
+    llvm::interleaveComma(wrt, wrtOs);
+    wrtOs << ">}";
+  }
+  std::string args = argumentList("a", inputs.size());
+  std::string signatureText =
+      "(" + printTypes(inputs) + ") -> (" + printTypes(type.getResults()) + ")";
+
+  os << "func.func @" << entryName << "(";
+  for (auto [index, input] : llvm::enumerate(entryInputs)) {
+    os << (index ? ", " : "")
+       << (index < inputs.size() ? "%a" + std::to_string(index)
+                                 : "%c" + std::to_string(index - inputs.size()))
+       << ": " << input;
+    if (isa<TensorType>(input))
+      os << " {bufferization.writable = false}";
+  }
+  os << ") -> (" << printTypes(entryResults)
+     << ") attributes {llvm.emit_c_interface} {\n";
+  std::string results = "%r:" + std::to_string(entryResults.size()) + " = ";
+  if (entryResults.empty())
+    results.clear();
+  switch (kind) {
+  case EntryKind::Call:
+    os << "  " << results << "func.call " << calleeRef << "(" << args
+       << ") : " << signatureText << "\n";
+    break;
+  case EntryKind::Grad:
+  case EntryKind::ValueAndGrad:
+    os << "  " << results
+       << (kind == EntryKind::Grad ? "ad.grad " : "ad.value_and_grad ")
+       << calleeRef << "(" << args << ") " << wrtAttr << " : ("
+       << printTypes(inputs) << ") -> (" << printTypes(entryResults)
+       << ")\n";
+    break;
+  case EntryKind::Vjp: {
+    std::string pullback = "!ad.pullback<(" + printTypes(floatResults) +
+                           ") -> (" + printTypes(gradients) + ")>";
+    size_t numResults = type.getNumResults();
+    os << "  %y:" << numResults + 1 << " = ad.forward " << calleeRef << "("
+       << args << ") " << wrtAttr << " : (" << printTypes(inputs) << ") -> ("
+       << printTypes(type.getResults()) << (numResults ? ", " : "")
+       << pullback << ")\n";
+    os << "  " << results << "ad.pullback %y#" << numResults << "("
+       << argumentList("c", floatResults.size()) << ") : " << pullback
+       << "\n";
+    break;
+  }
+  }
+  os << "  return";
+  if (!entryResults.empty())
+    os << " " << resultList("r", entryResults.size()) << " : "
+       << printTypes(entryResults);
+  os << "\n}\n";
+  return text;
+}
+
+/// A symbol name no function of `module` has.
+static std::string getFreshEntryName(ModuleOp module) {
+  SymbolTable symbols(module);
+  std::string name = "__mlir_ad_entry";
+  for (unsigned suffix = 0; symbols.lookup(name); ++suffix)
+    name = "__mlir_ad_entry_" + std::to_string(suffix);
+  return name;
+}
+
+llvm::Expected<std::shared_ptr<EntryPoint>>
+ProgramImpl::compile(EntryKind kind, const FunctionInfo &info,
+                     ArrayRef<int64_t> wrt) {
+  MLIRContext &context = runtime.getContext();
+  DiagnosticCollector diagnostics(context, sourceMgr);
+  OwningOpRef<ModuleOp> copy = module->clone();
+  auto callee = copy->lookupSymbol<func::FuncOp>(info.name);
+  std::string entryName = getFreshEntryName(*copy);
+  Signature signature;
+  std::string entrySource =
+      buildEntrySource(kind, callee, wrt, entryName, signature);
+  std::string entryBuffer =
+      ("mlir_ad." + getEntryKindName(kind) + "(@" + info.name + ")").str();
+  sourceMgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(entrySource, entryBuffer),
+      llvm::SMLoc());
+  OwningOpRef<ModuleOp> entryModule = parseSourceString<ModuleOp>(
+      entrySource, ParserConfig(&context, /*verifyAfterParse=*/false),
+      entryBuffer);
+  if (!entryModule)
+    return diagnostics.takeError("internal error: cannot parse the entry "
+                                 "function\n" + entrySource);
+  for (Operation &op : llvm::make_early_inc_range(*entryModule->getBody()))
+    op.moveBefore(copy->getBody(), copy->getBody()->end());
+  std::string what = (getEntryKindName(kind) + " of @" + info.name).str();
+  if (failed(verify(*copy)))
+    return diagnostics.takeError("cannot build " + what);
+  return runtime.lowerAndJit(*copy, entryName, std::move(signature),
+                             diagnostics, what);
+}
+
+llvm::Expected<std::shared_ptr<EntryPoint>>
+RuntimeImpl::lowerAndJit(ModuleOp module, StringRef entryName,
+                         Signature signature,
+                         DiagnosticCollector &diagnostics, StringRef what) {
+  PassManager pm(&context, ModuleOp::getOperationName());
+  ad::buildLowerToLLVMPipeline(pm);
+  if (failed(pm.run(module)))
+    return diagnostics.takeError("cannot compile " + what);
+
+  llvm::Expected<llvm::orc::JITTargetMachineBuilder> machineBuilder =
+      llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!machineBuilder)
+    return makeError(ErrorKind::Compile,
+                     "cannot target the host: " +
+                         llvm::toString(machineBuilder.takeError()));
+  llvm::CodeGenOptLevel codeGenLevel =
+      options.optLevel >= 3   ? llvm::CodeGenOptLevel::Aggressive
+      : options.optLevel == 0 ? llvm::CodeGenOptLevel::None
+                              : llvm::CodeGenOptLevel::Default;
+  machineBuilder->setCodeGenOptLevel(codeGenLevel);
+  llvm::Expected<std::unique_ptr<llvm::TargetMachine>> machine =
+      machineBuilder->createTargetMachine();
+  if (!machine)
+    return makeError(ErrorKind::Compile,
+                     "cannot target the host: " +
+                         llvm::toString(machine.takeError()));
+  auto transformer =
+      makeOptimizingTransformer(options.optLevel, 0, machine->get());
+  SmallVector<StringRef> libraries(options.sharedLibraries.begin(),
+                                   options.sharedLibraries.end());
+  ExecutionEngineOptions engineOptions;
+  engineOptions.transformer = transformer;
+  engineOptions.jitCodeGenOptLevel = codeGenLevel;
+  engineOptions.sharedLibPaths = libraries;
+  engineOptions.enableGDBNotificationListener = false;
+  engineOptions.enablePerfNotificationListener = false;
+  llvm::Expected<std::unique_ptr<ExecutionEngine>> engine =
+      ExecutionEngine::create(module, engineOptions, std::move(*machine));
+  if (!engine) {
+    llvm::Error error = diagnostics.takeError("cannot JIT-compile " + what);
+    auto [kind, message] = takeError(std::move(error));
+    return makeError(kind, message + "\n" + llvm::toString(engine.takeError()));
+  }
+  llvm::Expected<void (*)(void **)> packed =
+      (*engine)->lookupPacked(("_mlir_ciface_" + entryName).str());
+  if (!packed)
+    return makeError(ErrorKind::Compile,
+                     "cannot find the compiled " + what + ": " +
+                         llvm::toString(packed.takeError()));
+  return std::make_shared<JitEntryPoint>(std::move(signature),
+                                         std::move(*engine), *packed);
+}

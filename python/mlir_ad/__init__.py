@@ -1,0 +1,262 @@
+"""MLIR-AD from Python: compile MLIR functions and differentiate them.
+
+    import numpy as np
+    import mlir_ad
+
+    m = mlir_ad.compile('''
+      func.func @f(%x: tensor<3xf64>, %w: f64) -> f64 { ... }
+    ''')
+    y = m.f(x, 2.0)                                  # call
+    gx, gw = mlir_ad.grad(m.f)(x, 2.0)               # ad.grad
+    y, (gx,) = mlir_ad.value_and_grad(m.f, wrt=0)(x, 2.0)
+    y, pb = mlir_ad.vjp(m.f)(x, 2.0); gx, gw = pb(1.0)
+
+Every entry point (a call, a gradient, ...) is compiled once per function
+and set of differentiated arguments, with ``ad-lower-to-llvm`` and LLVM at
+-O3, and cached; dynamic dimensions do not cause recompilation.
+"""
+
+import os
+
+from . import _mlir_ad
+from ._mlir_ad import CompileError
+
+__all__ = [
+    "CompileError",
+    "Function",
+    "Module",
+    "clear_cache",
+    "compile",
+    "grad",
+    "num_compilations",
+    "value_and_grad",
+    "vjp",
+]
+
+
+def _unpack(results):
+    """A function's results as Python returns them: None, one value, a tuple."""
+    if len(results) == 0:
+        return None
+    if len(results) == 1:
+        return results[0]
+    return results
+
+
+class Module:
+    """A compiled MLIR module. Its functions are attributes: ``m.f``."""
+
+    def __init__(self, program, name):
+        self._program = program
+        self._name = name
+        self._entries = {}
+        self._functions = {n: Function(self, n) for n in program.function_names}
+
+    @property
+    def functions(self):
+        """Names of the functions with a body, in module order."""
+        return list(self._functions)
+
+    def __getitem__(self, name):
+        try:
+            return self._functions[name]
+        except KeyError:
+            raise KeyError(self._missing(name)) from None
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self._functions[name]
+        except KeyError:
+            raise AttributeError(self._missing(name)) from None
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(self._functions))
+
+    def __repr__(self):
+        return f"<mlir_ad.Module {self._name}: {', '.join(self._functions)}>"
+
+    def _missing(self, name):
+        return (f"{self._name} has no function @{name} "
+                f"(it has {', '.join('@' + n for n in self._functions) or 'none'})")
+
+    def _entry(self, kind, name, wrt):
+        key = (kind, name, wrt)
+        entry = self._entries.get(key)
+        if entry is None:
+            entry = self._program.entry(kind, name, list(wrt))
+            self._entries[key] = entry
+        return entry
+
+
+class Function:
+    """One function of a Module; calling it runs the compiled code."""
+
+    def __init__(self, module, name):
+        self.module = module
+        self.name = name
+        self._call = None
+
+    @property
+    def signature(self):
+        """((argument types), (result types)) as MLIR type strings."""
+        inputs, results = self.module._program.signature(self.name)
+        return (tuple(t[2] for t in inputs), tuple(t[2] for t in results))
+
+    @property
+    def differentiable_arguments(self):
+        """Positions ``grad`` differentiates by default."""
+        return tuple(self.module._program.differentiable_arguments(self.name))
+
+    def __call__(self, *args):
+        if self._call is None:
+            self._call = self.module._entry("call", self.name, ())
+        return _unpack(self._call(*args))
+
+    def __repr__(self):
+        inputs, results = self.signature
+        return (f"<mlir_ad.Function @{self.name}: ({', '.join(inputs)}) -> "
+                f"({', '.join(results)})>")
+
+
+def compile(source):
+    """Parses and verifies an MLIR module: its text, or a path to a file.
+
+    Raises CompileError with the MLIR diagnostics (and their locations) when
+    the module does not parse or verify.
+    """
+    if isinstance(source, os.PathLike) or (
+            isinstance(source, str) and "\n" not in source and
+            "{" not in source and os.path.isfile(source)):
+        path = os.fspath(source)
+        with open(path) as f:
+            text = f.read()
+        return Module(_mlir_ad.parse(text, path), path)
+    if not isinstance(source, str):
+        raise TypeError("compile() takes MLIR source text or a file path, "
+                        f"got {type(source).__name__}")
+    return Module(_mlir_ad.parse(source, "<source>"), "<source>")
+
+
+def _function(fun, what):
+    if not isinstance(fun, Function):
+        raise TypeError(f"{what}() takes a function of a compiled module "
+                        f"(m.f), got {type(fun).__name__}")
+    return fun
+
+
+def _normalize_wrt(fun, wrt):
+    """(positions, single): sorted positions, and whether one was asked for."""
+    if wrt is None:
+        return tuple(), False
+    if isinstance(wrt, int) and not isinstance(wrt, bool):
+        return (wrt,), True
+    try:
+        positions = tuple(wrt)
+    except TypeError:
+        raise TypeError("wrt must be an int or a sequence of ints, got "
+                        f"{type(wrt).__name__}") from None
+    for p in positions:
+        if not isinstance(p, int) or isinstance(p, bool):
+            raise TypeError(f"wrt must hold ints, got {p!r}")
+    if not positions:
+        raise ValueError("wrt is empty: name at least one argument")
+    return tuple(sorted(positions)), False
+
+
+def grad(fun, wrt=None):
+    """The gradient of ``fun`` (one float result) as a function.
+
+    ``wrt``: the argument positions to differentiate (default: every float
+    scalar and float tensor argument). The returned function takes the same
+    arguments as ``fun`` and returns a tuple with one gradient per position,
+    in argument order, or the gradient alone when ``wrt`` is an int.
+    """
+    fun = _function(fun, "grad")
+    positions, single = _normalize_wrt(fun, wrt)
+    entry = fun.module._entry("grad", fun.name, positions)
+
+    def gradient(*args):
+        grads = entry(*args)
+        return grads[0] if single else grads
+
+    gradient.__name__ = f"grad_{fun.name}"
+    return gradient
+
+
+def value_and_grad(fun, wrt=None):
+    """Like grad, but the function returns ``(value, gradients)``; ``fun``
+    runs once."""
+    fun = _function(fun, "value_and_grad")
+    positions, single = _normalize_wrt(fun, wrt)
+    entry = fun.module._entry("value_and_grad", fun.name, positions)
+
+    def value_and_gradient(*args):
+        results = entry(*args)
+        return results[0], (results[1] if single else results[1:])
+
+    value_and_gradient.__name__ = f"value_and_grad_{fun.name}"
+    return value_and_gradient
+
+
+def vjp(fun, wrt=None):
+    """Reverse mode in two halves, for functions with any results.
+
+    ``vjp(m.f, wrt)(*args)`` returns ``(results, pullback)``: ``results`` as
+    ``m.f(*args)`` returns them, and ``pullback(*cotangents)`` taking one
+    cotangent per float result (shaped like it) and returning the gradients
+    as ``grad`` does. The pullback may be called any number of times; each
+    call runs the compiled forward and reverse sweep on the saved arguments.
+    """
+    fun = _function(fun, "vjp")
+    positions, single = _normalize_wrt(fun, wrt)
+    entry = fun.module._entry("vjp", fun.name, positions)
+    call = fun.module._entry("call", fun.name, ())
+    result_types = call.result_types
+    float_results = [i for i, t in enumerate(result_types)
+                     if t[0] in ("f16", "bf16", "f32", "f64")]
+
+    def forward(*args):
+        results = call(*args)
+        saved = tuple(args)
+
+        def pullback(*cotangents):
+            if len(cotangents) != len(float_results):
+                raise TypeError(
+                    f"the pullback of @{fun.name} takes {len(float_results)} "
+                    f"cotangents (one per float result), got {len(cotangents)}")
+            for n, (i, ct) in enumerate(zip(float_results, cotangents)):
+                _check_cotangent(fun.name, n, i, results[i], ct)
+            grads = entry(*saved, *cotangents)
+            return grads[0] if single else grads
+
+        return _unpack(results), pullback
+
+    forward.__name__ = f"vjp_{fun.name}"
+    return forward
+
+
+def _check_cotangent(name, n, i, result, cotangent):
+    """A cotangent must have its result's shape (numbers for scalars)."""
+    import numpy as np
+
+    shape = getattr(result, "shape", None)
+    if shape is None:
+        if np.ndim(cotangent) != 0:
+            raise ValueError(f"cotangent {n} of @{name} must be a number like "
+                             f"result {i}, got shape {np.shape(cotangent)}")
+        return
+    if np.shape(cotangent) != shape:
+        raise ValueError(f"cotangent {n} of @{name} must have shape {shape} "
+                         f"like result {i}, got {np.shape(cotangent)}")
+
+
+def num_compilations():
+    """How many entry points were compiled in this process (cache misses)."""
+    return _mlir_ad.num_compilations()
+
+
+def clear_cache():
+    """Forgets compiled entry points that no Module or gradient still uses."""
+    _mlir_ad.clear_cache()

@@ -1,0 +1,375 @@
+//===- MlirAdModule.cpp - the _mlir_ad extension module -------------------===//
+//
+// pybind11 bindings of the MLIR-AD runtime: parse programs, build entry
+// points, and call them on numpy arrays and Python numbers. Arrays that are
+// already contiguous and of the right dtype are passed without a copy;
+// results are numpy arrays owning the buffers the compiled code allocated.
+//
+// Runtime errors come back as values and are raised here, in module code:
+// no C++ exception ever crosses MLIR or LLVM code.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ad/Runtime/Runtime.h"
+
+#include "llvm/ADT/APFloat.h"
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdlib>
+
+namespace py = pybind11;
+using namespace mlir::ad::runtime;
+
+namespace {
+
+/// The process-wide runtime. It is never destroyed: compiled code may still
+/// be referenced from Python objects during interpreter shutdown.
+Runtime &getRuntime() {
+  static Runtime *runtime = Runtime::create().release();
+  return *runtime;
+}
+
+/// The Python type of MLIR diagnostics (set at module initialization).
+PyObject *compileErrorType = nullptr;
+
+/// Raises `error` as CompileError, TypeError or ValueError, with `context`
+/// before the message when it is not empty.
+[[noreturn]] void raise(llvm::Error error, const std::string &context = "") {
+  auto [kind, message] = takeError(std::move(error));
+  if (!context.empty())
+    message = context + ": " + message;
+  switch (kind) {
+  case ErrorKind::Compile:
+    PyErr_SetString(compileErrorType, message.c_str());
+    throw py::error_already_set();
+  case ErrorKind::Type:
+    throw py::type_error(message);
+  case ErrorKind::Value:
+    throw py::value_error(message);
+  }
+  throw py::value_error(message);
+}
+
+template <typename T>
+T unwrap(llvm::Expected<T> value, const std::string &context = "") {
+  if (!value)
+    raise(value.takeError(), context);
+  return std::move(*value);
+}
+
+/// The numpy dtype of an element kind (none for bf16).
+std::optional<py::dtype> getDtype(ElementKind kind) {
+  switch (kind) {
+  case ElementKind::F16:
+    return py::dtype("float16");
+  case ElementKind::F32:
+    return py::dtype::of<float>();
+  case ElementKind::F64:
+    return py::dtype::of<double>();
+  case ElementKind::I1:
+    return py::dtype::of<bool>();
+  case ElementKind::I8:
+    return py::dtype::of<int8_t>();
+  case ElementKind::I16:
+    return py::dtype::of<int16_t>();
+  case ElementKind::I32:
+    return py::dtype::of<int32_t>();
+  case ElementKind::I64:
+  case ElementKind::Index:
+    return py::dtype::of<int64_t>();
+  case ElementKind::BF16:
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+/// A float scalar rounded to f16 or bf16 bits.
+uint16_t toHalfBits(double value, ElementKind kind) {
+  llvm::APFloat converted(value);
+  bool losesInfo;
+  converted.convert(kind == ElementKind::F16 ? llvm::APFloat::IEEEhalf()
+                                             : llvm::APFloat::BFloat(),
+                    llvm::APFloat::rmNearestTiesToEven, &losesInfo);
+  return (uint16_t)converted.bitcastToAPInt().getZExtValue();
+}
+
+std::string describeObject(py::handle object) {
+  if (py::isinstance<py::array>(object)) {
+    py::array array = py::reinterpret_borrow<py::array>(object);
+    std::string shape = py::str(object.attr("shape"));
+    return "a " + std::string(py::str(array.dtype())) + " array of shape " +
+           shape;
+  }
+  return "a " + std::string(py::str(object.get_type().attr("__name__")));
+}
+
+/// Converts a Python number to a scalar argument of `type`.
+Argument toScalar(py::handle object, const ValueType &type, size_t index) {
+  auto fail = [&]() -> Argument {
+    throw py::type_error("argument " + std::to_string(index) + ": expected " +
+                         (isFloat(type.element) ? "a number" : "an integer") +
+                         " (" + type.str() + "), got " +
+                         describeObject(object));
+  };
+  if (py::isinstance<py::array>(object) &&
+      py::reinterpret_borrow<py::array>(object).ndim() != 0)
+    return fail();
+  Argument arg;
+  arg.element = type.element;
+  if (isFloat(type.element)) {
+    if (py::isinstance<py::str>(object) || py::isinstance<py::bytes>(object))
+      return fail();
+    double value = PyFloat_AsDouble(object.ptr());
+    if (value == -1.0 && PyErr_Occurred()) {
+      PyErr_Clear();
+      return fail();
+    }
+    switch (type.element) {
+    case ElementKind::F64:
+      arg.scalar.f64 = value;
+      break;
+    case ElementKind::F32:
+      arg.scalar.f32 = (float)value;
+      break;
+    default:
+      arg.scalar.bits16 = toHalfBits(value, type.element);
+    }
+    return arg;
+  }
+  // Integers: Python ints, numpy integers and bools; never a float.
+  PyObject *integer = PyNumber_Index(object.ptr());
+  if (!integer) {
+    PyErr_Clear();
+    return fail();
+  }
+  long long value = PyLong_AsLongLong(integer);
+  Py_DECREF(integer);
+  if (value == -1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    throw py::value_error("argument " + std::to_string(index) +
+                          ": integer out of range for " + type.str());
+  }
+  return Argument::ofI64(value, type.element);
+}
+
+/// Converts `object` to a buffer argument of `type`. Contiguous arrays of the
+/// right dtype are borrowed; other arrays of that dtype and non-arrays
+/// (lists, numbers) are converted into a copy that `keepAlive` holds.
+Argument toBuffer(py::handle object, const ValueType &type, size_t index,
+                  std::vector<py::object> &keepAlive) {
+  std::optional<py::dtype> dtype = getDtype(type.element);
+  if (!dtype)
+    throw py::type_error("argument " + std::to_string(index) + " has type " +
+                         type.str() +
+                         ", which numpy cannot hold (no bfloat16 dtype)");
+  py::array array;
+  if (py::isinstance<py::array>(object)) {
+    array = py::reinterpret_borrow<py::array>(object);
+    if (!array.dtype().is(*dtype) && !array.dtype().equal(*dtype))
+      throw py::type_error("argument " + std::to_string(index) +
+                           ": expected a " + std::string(py::str(*dtype)) +
+                           " array (" + type.str() + "), got " +
+                           describeObject(object) + "; convert it with "
+                           ".astype(numpy." +
+                           std::string(py::str(*dtype)) + ")");
+    if (!(array.flags() & py::array::c_style)) {
+      array = py::array::ensure(array, py::array::c_style);
+      keepAlive.push_back(array);
+    }
+  } else {
+    if (py::isinstance<py::str>(object) || object.is_none())
+      throw py::type_error("argument " + std::to_string(index) +
+                           ": expected an array (" + type.str() + "), got " +
+                           describeObject(object));
+    py::module_ numpy = py::module_::import("numpy");
+    py::object converted;
+    try {
+      converted = numpy.attr("ascontiguousarray")(object, *dtype);
+    } catch (py::error_already_set &) {
+      throw py::type_error("argument " + std::to_string(index) +
+                           ": cannot convert " + describeObject(object) +
+                           " to " + type.str());
+    }
+    array = py::reinterpret_borrow<py::array>(converted);
+    keepAlive.push_back(converted);
+  }
+  std::vector<int64_t> sizes(array.shape(), array.shape() + array.ndim());
+  return Argument::ofBuffer(type.element, array.mutable_data(), sizes);
+}
+
+/// A result as a Python number or a numpy array owning its buffer.
+py::object toPython(Result &result) {
+  if (!result.shaped) {
+    switch (result.element) {
+    case ElementKind::I1:
+      return py::bool_(result.scalar.i8 & 1);
+    case ElementKind::I8:
+      return py::int_(result.scalar.i8);
+    case ElementKind::I16:
+      return py::int_(result.scalar.i16);
+    case ElementKind::I32:
+      return py::int_(result.scalar.i32);
+    case ElementKind::I64:
+    case ElementKind::Index:
+      return py::int_(result.scalar.i64);
+    default:
+      return py::float_(result.getScalarAsDouble());
+    }
+  }
+  std::optional<py::dtype> dtype = getDtype(result.element);
+  if (!dtype)
+    throw py::type_error("a result has element type bf16, which numpy "
+                         "cannot hold");
+  size_t itemSize = getByteWidth(result.element);
+  std::vector<py::ssize_t> shape(result.sizes.begin(), result.sizes.end());
+  std::vector<py::ssize_t> strides;
+  for (int64_t stride : result.strides)
+    strides.push_back(stride * (py::ssize_t)itemSize);
+  void *data = result.data;
+  py::capsule owner(result.release(), [](void *p) { std::free(p); });
+  return py::array(*dtype, shape, strides, data, owner);
+}
+
+/// A program held by Python.
+struct PyProgram {
+  std::shared_ptr<Program> program;
+};
+
+/// An entry point held by Python, with a description for messages.
+struct PyEntry {
+  std::shared_ptr<EntryPoint> entry;
+  std::string description;
+
+  py::tuple call(py::args args) const {
+    const Signature &signature = entry->getSignature();
+    if (args.size() != signature.inputs.size())
+      throw py::type_error(description + " takes " +
+                           std::to_string(signature.inputs.size()) +
+                           " arguments, got " + std::to_string(args.size()));
+    std::vector<py::object> keepAlive;
+    llvm::SmallVector<Argument, 8> converted;
+    try {
+      for (size_t i = 0; i < args.size(); ++i) {
+        const ValueType &type = signature.inputs[i];
+        converted.push_back(type.shaped ? toBuffer(args[i], type, i, keepAlive)
+                                        : toScalar(args[i], type, i));
+      }
+    } catch (py::type_error &e) {
+      throw py::type_error(description + ": " + e.what());
+    } catch (py::value_error &e) {
+      throw py::value_error(description + ": " + e.what());
+    }
+    std::vector<Result> results;
+    llvm::Error error = [&] {
+      py::gil_scoped_release release;
+      return entry->call(converted, results);
+    }();
+    if (error)
+      raise(std::move(error), description);
+    py::tuple tuple(results.size());
+    for (size_t i = 0; i < results.size(); ++i)
+      tuple[i] = toPython(results[i]);
+    return tuple;
+  }
+};
+
+py::tuple describeTypes(const std::vector<ValueType> &types) {
+  py::tuple tuple(types.size());
+  for (size_t i = 0; i < types.size(); ++i) {
+    const ValueType &type = types[i];
+    py::object shape = py::none();
+    if (type.shaped) {
+      py::list dims;
+      for (int64_t size : type.shape)
+        dims.append(size == ValueType::kDynamic ? py::object(py::none())
+                                                : py::object(py::int_(size)));
+      shape = py::tuple(dims);
+    }
+    tuple[i] = py::make_tuple(getName(type.element).str(), shape,
+                              type.str());
+  }
+  return tuple;
+}
+
+EntryKind parseKind(const std::string &kind) {
+  if (kind == "call")
+    return EntryKind::Call;
+  if (kind == "grad")
+    return EntryKind::Grad;
+  if (kind == "value_and_grad")
+    return EntryKind::ValueAndGrad;
+  if (kind == "vjp")
+    return EntryKind::Vjp;
+  throw py::value_error("unknown entry kind '" + kind + "'");
+}
+
+} // namespace
+
+PYBIND11_MODULE(_mlir_ad, m) {
+  m.doc() = "MLIR-AD runtime bindings (use the mlir_ad package)";
+  static py::exception<std::runtime_error> compileError(m, "CompileError");
+  compileErrorType = compileError.ptr();
+
+  py::class_<PyProgram>(m, "Program")
+      .def_property_readonly("function_names",
+                             [](const PyProgram &self) {
+                               std::vector<std::string> names(
+                                   self.program->getFunctionNames().begin(),
+                                   self.program->getFunctionNames().end());
+                               return names;
+                             })
+      .def("signature",
+           [](const PyProgram &self, const std::string &name) {
+             Signature signature =
+                 unwrap(self.program->getFunctionSignature(name));
+             return py::make_tuple(describeTypes(signature.inputs),
+                                   describeTypes(signature.results));
+           })
+      .def("differentiable_arguments",
+           [](const PyProgram &self, const std::string &name) {
+             return unwrap(self.program->getDifferentiableArguments(name));
+           })
+      .def("entry", [](PyProgram &self, const std::string &kind,
+                       const std::string &name, std::vector<int64_t> wrt) {
+        EntryKind entryKind = parseKind(kind);
+        // Compilation takes a while; other Python threads may run.
+        std::shared_ptr<EntryPoint> entry = unwrap([&] {
+          py::gil_scoped_release release;
+          return self.program->getEntryPoint(entryKind, name, wrt);
+        }());
+        std::string description = kind == "call"
+                                      ? "@" + name
+                                      : kind + " of @" + name;
+        return PyEntry{entry, description};
+      });
+
+  py::class_<PyEntry>(m, "Entry")
+      .def("__call__", &PyEntry::call)
+      .def_property_readonly("description",
+                             [](const PyEntry &self) { return self.description; })
+      .def_property_readonly("input_types",
+                             [](const PyEntry &self) {
+                               return describeTypes(
+                                   self.entry->getSignature().inputs);
+                             })
+      .def_property_readonly("result_types", [](const PyEntry &self) {
+        return describeTypes(self.entry->getSignature().results);
+      });
+
+  m.def(
+      "parse",
+      [](const std::string &source, const std::string &name) {
+        std::shared_ptr<Program> program = unwrap([&] {
+          py::gil_scoped_release release;
+          return getRuntime().parse(source, name);
+        }());
+        return PyProgram{program};
+      },
+      py::arg("source"), py::arg("name") = "<source>");
+  m.def("num_compilations",
+        [] { return getRuntime().getNumCompilations(); });
+  m.def("clear_cache", [] { getRuntime().clearCache(); });
+}
