@@ -269,6 +269,8 @@ static DialectRegistry makeRegistry() {
 
 RuntimeImpl::RuntimeImpl(RuntimeOptions options)
     : options(std::move(options)), context(makeRegistry()) {
+  // Diagnostics point at the user's source; the op dump is noise there.
+  context.printOpOnDiagnostic(false);
   static std::once_flag nativeTarget;
   std::call_once(nativeTarget, [] {
     llvm::InitializeNativeTarget();
