@@ -6,7 +6,7 @@ from lit.llvm import llvm_config
 
 config.name = "MLIR-AD"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
-config.suffixes = [".mlir"]
+config.suffixes = [".mlir", ".c"]
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.ad_obj_root, "test")
@@ -31,6 +31,6 @@ config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%utils", os.path.join(config.ad_src_root, "utils")))
 
 llvm_config.add_tool_substitutions(
-    ["ad-opt", "mlir-runner", "FileCheck"],
+    ["ad-opt", "ad-capi-test", "mlir-runner", "FileCheck"],
     [config.ad_tools_dir, config.llvm_tools_dir],
 )
