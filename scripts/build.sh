@@ -6,7 +6,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-"$root/build"}
 
 packages=(libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22
-          lld-22 ninja-build cmake libzstd-dev python3)
+          lld-22 ninja-build cmake libzstd-dev python3 python3-dev
+          python3-numpy python3-pybind11 pybind11-dev python3-pytest)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
@@ -30,4 +31,4 @@ if [ ! -f "$build/build.ninja" ]; then
     -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
     -DPython3_EXECUTABLE=/usr/bin/python3
 fi
-ninja -C "$build" -j2 ad-opt
+ninja -C "$build" -j2 ad-opt mlir-ad-python
