@@ -15,7 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ElementwiseRule.h"
+#include "ad/Rules/ElementwiseRule.h"
 #include "ad/Rules/Rules.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ElementwiseRule.h"
+#include "ad/Rules/ElementwiseRule.h"
 #include "ad/Rules/Rules.h"
 
 #include "mlir/IR/DialectRegistry.h"

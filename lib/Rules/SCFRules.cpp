@@ -13,6 +13,7 @@
 
 #include "ad/IR/ADInterfaces.h"
 #include "ad/IR/TapeUtils.h"
+#include "ad/Rules/RegionRuleUtils.h"
 #include "ad/Rules/Rules.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -98,29 +99,6 @@ static scf::ForOp createForwardLoop(OpBuilder &b, scf::ForOp loop, Value lb,
                                     loop.getUnsignedCmp());
   dropTerminator(forward.getBody());
   return forward;
-}
-
-/// Active values defined outside `region` and read inside it.
-static SmallVector<Value> activeValuesFromAbove(Region &region,
-                                                ReverseEmitter &emitter) {
-  llvm::SetVector<Value> used;
-  getUsedValuesDefinedAbove(region, used);
-  SmallVector<Value> active;
-  for (Value value : used)
-    if (emitter.isActive(value))
-      active.push_back(value);
-  return active;
-}
-
-/// The current cotangent of each of `values`, or zero.
-static SmallVector<Value> currentCotangents(ArrayRef<Value> values,
-                                            ReverseEmitter &emitter) {
-  SmallVector<Value> cotangents;
-  for (Value value : values) {
-    Value cotangent = emitter.lookupCotangent(value);
-    cotangents.push_back(cotangent ? cotangent : emitter.getCotangent(value));
-  }
-  return cotangents;
 }
 
 /// Whether the trip counts of `loop` and of the loops around it cannot all
@@ -461,12 +439,7 @@ struct BranchRule
     Location loc = op->getLoc();
     Value selector = emitter.getPrimal(branchSelector(op));
 
-    llvm::SetVector<Value> used;
-    getUsedValuesDefinedAbove(op->getRegions(), used);
-    SmallVector<Value> outer;
-    for (Value value : used)
-      if (emitter.isActive(value))
-        outer.push_back(value);
+    SmallVector<Value> outer = activeValuesFromAbove(op->getRegions(), emitter);
     SmallVector<Value> entry = currentCotangents(outer, emitter);
     SmallVector<Value> resultCotangents;
     for (Value result : op->getResults())
@@ -533,15 +506,6 @@ struct ExecuteRegionRule
     return emitter.emitReverseOps(block);
   }
 };
-
-/// Positions of the values of differentiable type in `values`.
-static SmallVector<unsigned> differentiablePositions(ValueRange values) {
-  SmallVector<unsigned> positions;
-  for (auto [index, value] : llvm::enumerate(values))
-    if (isDifferentiableType(value.getType()))
-      positions.push_back(index);
-  return positions;
-}
 
 /// scf.while, whose trip count is known only when it ends. The forward loop
 /// counts its rows (one per evaluation of the condition) and stores what
@@ -720,12 +684,8 @@ struct WhileRule
     SmallVector<unsigned> carried = differentiablePositions(before.getArguments());
     SmallVector<unsigned> passed = differentiablePositions(after.getArguments());
 
-    llvm::SetVector<Value> used;
-    getUsedValuesDefinedAbove(loop->getRegions(), used);
-    SmallVector<Value> outer;
-    for (Value value : used)
-      if (emitter.isActive(value))
-        outer.push_back(value);
+    SmallVector<Value> outer =
+        activeValuesFromAbove(loop->getRegions(), emitter);
 
     // The condition region in `row`, given the cotangents of what it passes;
     // returns the cotangents of its arguments (with back links, then the

@@ -1,14 +1,16 @@
-//===- ElementwiseRule.h - scaffolding for elementwise rules ----*- C++ -*-===//
+//===- ElementwiseRule.h - building blocks for derivative rules -*- C++ -*-===//
 //
-// Most rules say: the cotangent of operand i is the result's cotangent times
-// a partial derivative. ElementwiseRule turns one such function per op into
-// a ReverseRuleOpInterface model; RuleBuilder keeps the arithmetic short and
-// type-generic (scalars now, tensors elementwise later).
+// Public API for writing reverse rules (ReverseRuleOpInterface models) of
+// ops whose operands' cotangents are the result's cotangent times a partial
+// derivative: the rules of arith and math are written with it, and so can
+// the rules of a downstream dialect's ops. ElementwiseRule turns one
+// function per op into a model; RuleBuilder keeps the arithmetic short and
+// type-generic (float scalars and ranked tensors of floats alike).
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef AD_LIB_RULES_ELEMENTWISERULE_H
-#define AD_LIB_RULES_ELEMENTWISERULE_H
+#ifndef AD_RULES_ELEMENTWISERULE_H
+#define AD_RULES_ELEMENTWISERULE_H
 
 #include "ad/IR/ADInterfaces.h"
 
@@ -17,31 +19,42 @@
 
 namespace mlir::ad {
 
-/// Emits arithmetic on cotangents at one location.
+/// Emits arithmetic on cotangents and primal values at one location. Every
+/// operation accepts float scalars and ranked tensors of floats (arith and
+/// math ops on tensors are elementwise); constants take their shape from a
+/// value, so dynamically shaped tensors work too.
 class RuleBuilder {
 public:
+  /// Emits with `builder` (at its insertion point), locating ops at `loc`.
   RuleBuilder(OpBuilder &builder, Location loc) : builder(builder), loc(loc) {}
 
   /// A constant shaped like `like` with every element `value`.
   Value constant(double value, Value like) {
     return createFilledLike(builder, loc, like, value);
   }
+  /// `lhs + rhs` (arith.addf).
   Value add(Value lhs, Value rhs) {
     return arith::AddFOp::create(builder, loc, lhs, rhs);
   }
+  /// `lhs - rhs` (arith.subf).
   Value sub(Value lhs, Value rhs) {
     return arith::SubFOp::create(builder, loc, lhs, rhs);
   }
+  /// `lhs * rhs` (arith.mulf).
   Value mul(Value lhs, Value rhs) {
     return arith::MulFOp::create(builder, loc, lhs, rhs);
   }
+  /// `lhs / rhs` (arith.divf).
   Value div(Value lhs, Value rhs) {
     return arith::DivFOp::create(builder, loc, lhs, rhs);
   }
+  /// `-value` (arith.negf).
   Value neg(Value value) { return arith::NegFOp::create(builder, loc, value); }
+  /// `value * factor`, the constant shaped like `value`.
   Value mul(Value value, double factor) {
     return mul(value, constant(factor, value));
   }
+  /// `value + term`, the constant shaped like `value`.
   Value add(Value value, double term) {
     return add(value, constant(term, value));
   }
@@ -49,11 +62,14 @@ public:
   Value rsub(double term, Value value) {
     return sub(constant(term, value), value);
   }
+  /// `value * value`.
   Value square(Value value) { return mul(value, value); }
+  /// `lhs == rhs` as an i1 (or a tensor of i1), false when either is NaN.
   Value equal(Value lhs, Value rhs) {
     return arith::CmpFOp::create(builder, loc, arith::CmpFPredicate::OEQ, lhs,
                                  rhs);
   }
+  /// `condition ? onTrue : onFalse` (arith.select, elementwise on tensors).
   Value select(Value condition, Value onTrue, Value onFalse) {
     return arith::SelectOp::create(builder, loc, condition, onTrue, onFalse);
   }
@@ -69,12 +85,16 @@ public:
   Value signOf(Value value) {
     return math::CopySignOp::create(builder, loc, constant(1.0, value), value);
   }
+  /// Any other op: `OpT::create(builder, loc, args...)`, returning its
+  /// single result (for example `create<math::ExpOp>(x)`).
   template <typename OpT, typename... Args>
   Value create(Args &&...args) {
     return OpT::create(builder, loc, std::forward<Args>(args)...);
   }
 
+  /// The underlying builder, for ops with several results or regions.
   OpBuilder &getBuilder() { return builder; }
+  /// The location every op is created at.
   Location getLoc() { return loc; }
 
 private:
@@ -85,9 +105,13 @@ private:
 /// What a partial-derivative function may read: primal operands and the
 /// result (each read puts the value on the tape) and the result cotangent.
 struct ElementwiseContext {
+  /// Emits the contribution into the pullback function.
   RuleBuilder &b;
+  /// The reverse sweep, for anything beyond the accessors below.
   ReverseEmitter &emitter;
+  /// The original op being reversed.
   Operation *op;
+  /// The cotangent of the op's (single) result.
   Value cotangent;
 
   /// Primal value of operand `index`.
@@ -100,11 +124,14 @@ struct ElementwiseContext {
 using ContributionFn = Value (*)(ElementwiseContext &, unsigned index);
 
 /// The model of a single-result op whose operands' cotangents are given by
-/// `Contribution`, called once per active operand.
+/// `Contribution`, called once per active operand. The forward sweep clones
+/// the op (the interface's default).
 template <typename OpT, ContributionFn Contribution>
 struct ElementwiseRule
     : ReverseRuleOpInterface::ExternalModel<ElementwiseRule<OpT, Contribution>,
                                             OpT> {
+  /// Adds `Contribution(context, i)` to the cotangent of each active
+  /// operand i.
   LogicalResult emitReverse(Operation *op, ReverseEmitter &emitter) const {
     RuleBuilder b(emitter.getBuilder(), op->getLoc());
     ElementwiseContext context{b, emitter, op,
@@ -124,18 +151,21 @@ struct ElementwiseRule
 template <typename OpT>
 struct ZeroDerivativeRule
     : ReverseRuleOpInterface::ExternalModel<ZeroDerivativeRule<OpT>, OpT> {
+  /// Emits nothing: the operands receive no contribution.
   LogicalResult emitReverse(Operation *, ReverseEmitter &) const {
     return success();
   }
 };
 
-/// Attaches ElementwiseRule<OpT, Fn> to OpT.
+/// Attaches ElementwiseRule<OpT, Fn> to OpT. Call it from a
+/// DialectRegistry extension of OpT's dialect (the dialect must be loaded).
 template <typename OpT, ContributionFn Fn>
 void attachElementwiseRule(MLIRContext *context) {
   OpT::template attachInterface<ElementwiseRule<OpT, Fn>>(*context);
 }
 
-/// Attaches ZeroDerivativeRule to each of OpTs.
+/// Attaches ZeroDerivativeRule to each of OpTs (same requirement as
+/// attachElementwiseRule).
 template <typename... OpTs>
 void attachZeroDerivativeRules(MLIRContext *context) {
   (OpTs::template attachInterface<ZeroDerivativeRule<OpTs>>(*context), ...);
@@ -143,4 +173,4 @@ void attachZeroDerivativeRules(MLIRContext *context) {
 
 } // namespace mlir::ad
 
-#endif // AD_LIB_RULES_ELEMENTWISERULE_H
+#endif // AD_RULES_ELEMENTWISERULE_H
