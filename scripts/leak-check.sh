@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Runs every execution test under valgrind and reports heap blocks the
-# generated code leaks (tapes must be freed when their pullback is dead).
+# Runs every execution test and the JIT runtime's C API test under valgrind
+# and reports heap blocks the generated code or the runtime leaks (tapes
+# must be freed when their pullback is dead, results when their owner
+# frees them), and any memory error in the runtime.
 # Slow (minutes); not part of scripts/test.sh. Usage: scripts/leak-check.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,4 +22,11 @@ for test in "$root"/test/Integration/*.mlir; do
   printf '%-40s %s bytes lost\n' "$(basename "$test")" "$lost"
   [ "$lost" = 0 ] || status=1
 done
+# The runtime: compiles and calls entry points, takes and frees results.
+report=$(valgrind --leak-check=full --error-exitcode=3 \
+  "$build/bin/ad-capi-test" 2>&1 >/dev/null) || { echo "$report" | tail -20; status=1; }
+lost=$(echo "$report" | grep -E "(definitely|indirectly) lost:" |
+  awk '{gsub(",", "", $4); s += $4} END {print s + 0}')
+printf '%-40s %s bytes lost\n' "ad-capi-test (runtime)" "$lost"
+[ "$lost" = 0 ] || status=1
 exit $status
