@@ -1,0 +1,471 @@
+"""Every error path: parse, verification and differentiation errors as
+CompileError with MLIR locations; wrong arguments as TypeError/ValueError;
+unknown functions; unsupported signatures; files."""
+
+import pathlib
+import re
+
+import numpy as np
+import pytest
+
+import mlir_ad
+
+
+def test_compile_error_is_an_exception():
+    assert issubclass(mlir_ad.CompileError, Exception)
+    assert mlir_ad.CompileError is mlir_ad._mlir_ad.CompileError
+
+
+# ----------------------------------------------------------------------------
+# Parsing and verification
+# ----------------------------------------------------------------------------
+
+def test_parse_error_has_location():
+    src = ("func.func @f(%x: f64) -> f64 {\n"
+           "  %y = arith.mulf %x, %x : f64\n"
+           "  return %z : f64\n"
+           "}\n")
+    with pytest.raises(mlir_ad.CompileError) as info:
+        mlir_ad.compile(src)
+    message = str(info.value)
+    assert "<source>:3:10: error: use of undeclared SSA value name" in message
+    assert "return %z : f64" in message  # the source line is shown
+
+
+def test_unknown_op_parse_error():
+    src = "func.func @f(%x: f64) -> f64 {\n  %y = arith.frobnicate %x : f64\n  return %y : f64\n}"
+    with pytest.raises(mlir_ad.CompileError, match=r"<source>:2:\d+: error: .*frobnicate"):
+        mlir_ad.compile(src)
+
+
+def test_verifier_error_has_location():
+    src = ("func.func @f(%x: f64) -> f32 {\n"
+           "  %y = arith.mulf %x, %x : f64\n"
+           "  return %y : f64\n"
+           "}\n")
+    with pytest.raises(mlir_ad.CompileError) as info:
+        mlir_ad.compile(src)
+    message = str(info.value)
+    assert "<source>:3:3: error:" in message
+    assert "doesn't match function result type" in message
+
+
+def test_ad_op_verifier_error():
+    src = ("func.func @f(%x: f64) -> f64 {\n"
+           "  return %x : f64\n"
+           "}\n"
+           "func.func @g(%x: f64) -> f32 {\n"
+           "  %r = ad.grad @f(%x) : (f64) -> f32\n"
+           "  return %r : f32\n"
+           "}\n")
+    with pytest.raises(mlir_ad.CompileError, match=r"<source>:5:\d+: error: 'ad.grad' op"):
+        mlir_ad.compile(src)
+
+
+def test_empty_module():
+    m = mlir_ad.compile("")
+    assert m.functions == []
+    with pytest.raises(AttributeError, match="none"):
+        m.f
+
+
+def test_compile_rejects_non_text():
+    with pytest.raises(TypeError):
+        mlir_ad.compile(42)
+    with pytest.raises(TypeError):
+        mlir_ad.compile(None)
+
+
+GOOD = "func.func @sq(%x: f64) -> f64 {\n  %y = arith.mulf %x, %x : f64\n  return %y : f64\n}\n"
+BAD = "func.func @sq(%x: f64) -> f64 {\n  %y = arith.mulf %x, %x : f64\n  return %w : f64\n}\n"
+
+
+@pytest.mark.parametrize("as_path", [str, pathlib.Path])
+def test_compile_from_file(tmp_path, as_path):
+    path = tmp_path / "good.mlir"
+    path.write_text(GOOD)
+    m = mlir_ad.compile(as_path(path))
+    assert m.functions == ["sq"]
+    assert m.sq(3.0) == 9.0
+    assert mlir_ad.grad(m.sq, wrt=0)(3.0) == 6.0
+    assert str(path) in repr(m)
+
+
+@pytest.mark.parametrize("as_path", [str, pathlib.Path])
+def test_compile_error_in_file_shows_the_path(tmp_path, as_path):
+    path = tmp_path / "bad.mlir"
+    path.write_text(BAD)
+    with pytest.raises(mlir_ad.CompileError) as info:
+        mlir_ad.compile(as_path(path))
+    assert f"{path}:3:10: error: use of undeclared SSA value name" in str(info.value)
+
+
+def test_differentiation_error_in_file_shows_the_path(tmp_path):
+    path = tmp_path / "nodiff.mlir"
+    path.write_text("func.func @f(%x: f64) -> f64 {\n"
+                    "  %s, %c = math.sincos %x : f64\n"
+                    "  %y = arith.addf %s, %c : f64\n"
+                    "  return %y : f64\n"
+                    "}\n")
+    m = mlir_ad.compile(path)
+    with pytest.raises(mlir_ad.CompileError) as info:
+        mlir_ad.grad(m.f)
+    assert f"{path}:2:12: error: no derivative rule for 'math.sincos'" in str(info.value)
+
+
+def test_missing_file():
+    with pytest.raises(FileNotFoundError):
+        mlir_ad.compile(pathlib.Path("/nonexistent/dir/prog.mlir"))
+
+
+# ----------------------------------------------------------------------------
+# Differentiation errors
+# ----------------------------------------------------------------------------
+
+NODIFF = """
+func.func @neg_bits(%x: f64) -> f64 {
+  %i = arith.bitcast %x : f64 to i64
+  %s = arith.constant -9223372036854775808 : i64
+  %j = arith.xori %i, %s : i64
+  %y = arith.bitcast %j : i64 to f64
+  %z = arith.mulf %y, %x : f64
+  return %z : f64
+}
+
+func.func @outer(%x: f64, %w: f64) -> f64 {
+  %y = func.call @neg_bits(%x) : (f64) -> f64
+  %z = arith.mulf %y, %w : f64
+  return %z : f64
+}
+
+func.func @through_memory(%x: f64) -> f64 {
+  %m = memref.alloca() : memref<f64>
+  %s = math.sin %x : f64
+  memref.store %s, %m[] : memref<f64>
+  %y = memref.load %m[] : memref<f64>
+  return %y : f64
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def nodiff():
+    return mlir_ad.compile(NODIFF)
+
+
+def test_no_rule_is_a_compile_error_with_location(nodiff):
+    with pytest.raises(mlir_ad.CompileError) as info:
+        mlir_ad.grad(nodiff.neg_bits)
+    message = str(info.value)
+    assert "<source>:6:8: error: no derivative rule for 'arith.bitcast', whose " \
+           "result depends on a differentiated argument" in message
+    assert "%y = arith.bitcast %j : i64 to f64" in message
+    # The function itself still runs.
+    assert nodiff.neg_bits(1.5) == -2.25
+
+
+def test_no_rule_inside_a_callee_notes_the_call(nodiff):
+    with pytest.raises(mlir_ad.CompileError) as info:
+        mlir_ad.value_and_grad(nodiff.outer)
+    message = str(info.value)
+    assert "<source>:6:8: error: no derivative rule for 'arith.bitcast'" in message
+    assert re.search(r"<source>:12:\d+: note: while differentiating this call of "
+                     r"@neg_bits", message), message
+
+
+def test_no_rule_off_the_differentiated_path_is_fine(nodiff):
+    # Only w is differentiated: neg_bits(x) is a constant factor.
+    g = mlir_ad.grad(nodiff.outer, wrt=1)(1.5, 2.0)
+    assert g == -2.25
+
+
+def test_memory_is_a_compile_error(nodiff):
+    with pytest.raises(mlir_ad.CompileError,
+                       match=r"<source>:20:\d+: error: cannot differentiate through "
+                             r"memory: 'memref.store'"):
+        mlir_ad.vjp(nodiff.through_memory)
+
+
+def test_failed_entries_are_not_cached(nodiff):
+    before = mlir_ad.num_compilations()
+    for _ in range(2):
+        with pytest.raises(mlir_ad.CompileError):
+            mlir_ad.grad(nodiff.neg_bits)
+    assert mlir_ad.num_compilations() == before
+
+
+# ----------------------------------------------------------------------------
+# Arguments
+# ----------------------------------------------------------------------------
+
+ARGS = """
+func.func @f(%x: f64, %n: i32, %t: tensor<2x3xf64>, %d: tensor<?xf32>) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %a = tensor.extract %t[%c1, %c0] : tensor<2x3xf64>
+  %b = tensor.extract %d[%c0] : tensor<?xf32>
+  %bd = arith.extf %b : f32 to f64
+  %nf = arith.sitofp %n : i32 to f64
+  %p = arith.mulf %a, %bd : f64
+  %q = arith.mulf %p, %x : f64
+  %r = arith.addf %q, %nf : f64
+  return %r : f64
+}
+
+func.func @r0(%x: tensor<f64>) -> f64 {
+  %e = tensor.extract %x[] : tensor<f64>
+  %y = arith.mulf %e, %e : f64
+  return %y : f64
+}
+
+func.func @vec(%t: tensor<?xf64>) -> f64 {
+  %c0 = arith.constant 0 : index
+  %e = tensor.extract %t[%c0] : tensor<?xf64>
+  return %e : f64
+}
+
+func.func @i8(%a: i8) -> i8 {
+  return %a : i8
+}
+
+func.func @tensor_result(%x: tensor<3xf64>) -> tensor<3xf64> {
+  %y = math.sin %x : tensor<3xf64>
+  return %y : tensor<3xf64>
+}
+
+func.func @two_results(%x: f64) -> (f64, f64) {
+  return %x, %x : f64, f64
+}
+
+func.func @float_and_int(%x: f64, %n: i32) -> (f64, i32) {
+  %y = arith.mulf %x, %x : f64
+  return %y, %n : f64, i32
+}
+
+func.func @nothing(%x: f64) {
+  return
+}
+
+func.func @vector_arg(%x: vector<4xf64>) -> f64 {
+  %y = vector.extract %x[0] : f64 from vector<4xf64>
+  return %y : f64
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def am():
+    return mlir_ad.compile(ARGS)
+
+
+T = np.arange(6.0).reshape(2, 3)
+D = np.array([2.0, 5.0], np.float32)
+
+
+def test_good_call(am):
+    assert am.f(1.5, 4, T, D) == 3.0 * 2.0 * 1.5 + 4
+    gx, gt, gd = mlir_ad.grad(am.f)(1.5, 4, T, D)
+    assert gx == 6.0
+    expected_t = np.zeros((2, 3))
+    expected_t[1, 0] = 2.0 * 1.5
+    np.testing.assert_array_equal(gt, expected_t)
+    assert gd.dtype == np.float32
+    np.testing.assert_array_equal(gd, [3.0 * 1.5, 0.0])
+
+
+@pytest.mark.parametrize("make", [
+    lambda am: am.f,
+    lambda am: mlir_ad.grad(am.f),
+    lambda am: mlir_ad.value_and_grad(am.f, wrt=0),
+    lambda am: mlir_ad.vjp(am.f),
+])
+@pytest.mark.parametrize("args", [(), (1.5, 4, T), (1.5, 4, T, D, 1.0)])
+def test_wrong_number_of_arguments(am, make, args):
+    with pytest.raises(TypeError, match="takes 4 arguments, got %d" % len(args)):
+        make(am)(*args)
+
+
+@pytest.mark.parametrize("position,value", [
+    (2, T.astype(np.float32)),         # f32 array for f64
+    (2, T.astype(np.int64)),           # integer array for floats
+    (3, D.astype(np.float64)),         # f64 array for f32
+    (3, D.astype(np.float16)),
+    (1, 4.0),                          # float for i32
+    (1, 4.5),
+    (1, "4"),
+    (0, "1.5"),                        # strings are not numbers
+    (0, None),
+    (0, 1 + 2j),
+    (0, object()),
+    (0, np.ones(2)),                   # an array for a scalar
+    (2, None),
+    (2, "abc"),
+    (2, [["a", "b", "c"], ["d", "e", "f"]]),
+    (2, object()),
+])
+def test_wrong_type(am, position, value):
+    args = [1.5, 4, T, D]
+    args[position] = value
+    with pytest.raises(TypeError, match=f"argument {position}"):
+        am.f(*args)
+    with pytest.raises(TypeError, match=f"argument {position}"):
+        mlir_ad.grad(am.f)(*args)
+
+
+@pytest.mark.parametrize("position,value", [
+    (2, np.ones((3, 2))),              # static shape mismatch
+    (2, np.ones(6)),                   # rank
+    (2, np.ones((1, 2, 3))),
+    (2, [[1.0, 2.0, 3.0]]),
+    (3, np.ones((2, 1), np.float32)),  # rank of a dynamic tensor
+])
+def test_wrong_shape(am, position, value):
+    args = [1.5, 4, T, D]
+    args[position] = value
+    with pytest.raises(ValueError, match=f"argument {position}"):
+        am.f(*args)
+    with pytest.raises(ValueError, match=f"argument {position}"):
+        mlir_ad.grad(am.f, wrt=(0, 2))(*args)
+
+
+def test_scalar_for_a_dynamic_vector_is_a_rank_error(am):
+    # 2.0 is not a tensor<?xf64>: it has rank 0, not 1. It must not be taken
+    # for the one-element array [2.0].
+    with pytest.raises(ValueError, match="rank"):
+        am.vec(2.0)
+
+
+def test_number_for_a_rank0_tensor(am):
+    # A rank-0 tensor holds one number; a plain number (or a 0-d array) is the
+    # natural way to pass it, as for the cotangent of a rank-0 result.
+    assert am.r0(np.array(3.0)) == 9.0
+    assert am.r0(3.0) == 9.0
+    assert mlir_ad.grad(am.r0, wrt=0)(3.0) == pytest.approx(6.0)
+
+
+def test_numpy_scalars_and_zero_d_arrays(am):
+    assert am.f(np.float64(1.5), np.int32(4), T, D) == am.f(1.5, 4, T, D)
+    assert am.f(np.array(1.5), np.array(4), T, D) == am.f(1.5, 4, T, D)
+    assert am.f(True, 4, T, D) == am.f(1.0, 4, T, D)
+
+
+@pytest.mark.parametrize("value", [256, 300, -129, 2 ** 40])
+def test_integer_out_of_range(am, value):
+    # 2**64 is reported for i64 ("integer out of range"); so must values that
+    # fit i8 neither signed nor unsigned, rather than wrapping silently
+    # (300 -> 44).
+    with pytest.raises((ValueError, OverflowError)):
+        r = am.i8(value)
+        pytest.fail(f"i8 argument {value} was accepted and became {r}")
+
+
+@pytest.mark.parametrize("value", [-128, -1, 0, 127])
+def test_integer_in_range(am, value):
+    assert am.i8(value) == value
+
+
+def test_unknown_function(am):
+    with pytest.raises(AttributeError, match=r"no function @g.*@f"):
+        am.g
+    with pytest.raises(KeyError, match="no function @g"):
+        am["g"]
+    assert not hasattr(am, "_private")
+
+
+def test_grad_needs_one_float_scalar_result(am):
+    with pytest.raises(ValueError, match=r"tensor<3xf64>.*use vjp"):
+        mlir_ad.grad(am.tensor_result)
+    with pytest.raises(ValueError, match=r"\(f64, f64\)"):
+        mlir_ad.value_and_grad(am.two_results)
+    with pytest.raises(ValueError, match=r"returns \(\)"):
+        mlir_ad.grad(am.nothing)
+
+
+def test_grad_of_float_and_int_results(am):
+    # Like any other signature grad does not take: a ValueError naming the
+    # results (and suggesting vjp), not an internal CompileError about the
+    # entry function the package generated.
+    with pytest.raises(ValueError, match=r"\(f64, i32\)"):
+        mlir_ad.grad(am.float_and_int)
+    with pytest.raises(ValueError, match=r"\(f64, i32\)"):
+        mlir_ad.value_and_grad(am.float_and_int)
+    # vjp does take it.
+    (y, n), pullback = mlir_ad.vjp(am.float_and_int)(3.0, 7)
+    assert (y, n) == (9.0, 7)
+    assert pullback(1.0) == (6.0,)
+
+
+def test_unsupported_argument_type(am):
+    with pytest.raises(ValueError, match="vector<4xf64>"):
+        am.vector_arg(np.ones(4))
+    with pytest.raises(ValueError, match="vector<4xf64>"):
+        mlir_ad.grad(am.vector_arg)
+    assert "vector_arg" in am.functions
+
+
+def test_repr_of_a_function_with_an_unsupported_signature(am):
+    # repr() of an object must not raise, even if the object is unusable.
+    text = repr(am.vector_arg)
+    assert "vector_arg" in text
+
+
+def test_module_and_function_repr(am):
+    assert repr(am.f) == ("<mlir_ad.Function @f: (f64, i32, tensor<2x3xf64>, "
+                          "tensor<?xf32>) -> (f64)>")
+    assert "<source>" in repr(am) and "tensor_result" in repr(am)
+    assert am.f.signature == (("f64", "i32", "tensor<2x3xf64>", "tensor<?xf32>"),
+                              ("f64",))
+    assert "f" in dir(am)
+
+
+# ----------------------------------------------------------------------------
+# External functions
+# ----------------------------------------------------------------------------
+
+EXTERNAL = """
+func.func private @external(f64) -> f64
+
+func.func @uses_external(%x: f64) -> f64 {
+  %y = func.call @external(%x) : (f64) -> f64
+  return %y : f64
+}
+
+func.func @self_contained(%x: f64) -> f64 {
+  %y = math.sin %x : f64
+  return %y : f64
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def ext():
+    return mlir_ad.compile(EXTERNAL)
+
+
+def test_declarations_are_not_functions(ext):
+    assert ext.functions == ["uses_external", "self_contained"]
+
+
+def test_unrelated_external_declaration_does_not_break_other_functions(ext):
+    # @self_contained never calls @external; calling it or its gradient must
+    # not need a definition of @external.
+    assert ext.self_contained(0.5) == pytest.approx(np.sin(0.5))
+    assert mlir_ad.grad(ext.self_contained, wrt=0)(0.5) == pytest.approx(np.cos(0.5))
+
+
+def test_unresolved_external_names_the_symbol(ext):
+    with pytest.raises(mlir_ad.CompileError, match="external"):
+        ext.uses_external(0.5)
+    try:
+        ext.uses_external(0.5)
+    except mlir_ad.CompileError as e:
+        # The message must say what is missing, not only list the symbols
+        # that failed to materialize.
+        assert re.search(r"[Ss]ymbols? not found.*external|@external", str(e)), str(e)
+
+
+def test_differentiating_through_an_external_call(ext):
+    with pytest.raises(mlir_ad.CompileError,
+                       match=r"<source>:5:\d+: error: cannot differentiate this call: "
+                             r"'external' has no body"):
+        mlir_ad.grad(ext.uses_external)

@@ -1,0 +1,444 @@
+"""Gradients of scalar programs (straight-line code, branches, loops, while
+loops, calls, recursion, unstructured control flow) against closed forms and
+central finite differences of independent numpy/Python references, in f64
+and f32."""
+
+import math
+import re
+
+import numpy as np
+import pytest
+
+import mlir_ad
+from conftest import assert_grads_close, numerical_grad
+
+SOURCE = """
+func.func @trig(%x: T, %y: T) -> T {
+  %one = arith.constant 1.0 : T
+  %s = math.sin %x : T
+  %y2 = arith.mulf %y, %y : T
+  %y3 = arith.mulf %y2, %y : T
+  %a = arith.mulf %s, %y3 : T
+  %q = arith.divf %x, %y : T
+  %e = math.exp %q : T
+  %xx = arith.mulf %x, %x : T
+  %l1 = arith.addf %one, %xx : T
+  %l = math.log %l1 : T
+  %at = math.atan2 %x, %y : T
+  %xy = arith.mulf %x, %y : T
+  %th = math.tanh %xy : T
+  %r1 = arith.addf %a, %e : T
+  %r2 = arith.subf %r1, %l : T
+  %r3 = arith.addf %r2, %at : T
+  %r4 = arith.addf %r3, %th : T
+  return %r4 : T
+}
+
+func.func @powers(%x: T, %y: T) -> T {
+  %p = math.powf %x, %y : T
+  %s = math.sqrt %x : T
+  %c = math.cbrt %y : T
+  %m = arith.maximumf %p, %s : T
+  %n = arith.minimumf %c, %x : T
+  %r = arith.addf %m, %n : T
+  return %r : T
+}
+
+// A branch on data: the two arms compute different functions.
+func.func @branch(%x: T, %y: T) -> T {
+  %c = arith.cmpf ogt, %x, %y : T
+  %r = scf.if %c -> (T) {
+    %a = arith.mulf %x, %x : T
+    %b = arith.mulf %a, %y : T
+    scf.yield %b : T
+  } else {
+    %s = math.sin %x : T
+    %b = arith.addf %s, %y : T
+    %e = math.exp %b : T
+    scf.yield %e : T
+  }
+  return %r : T
+}
+
+// A while loop whose trip count depends on the data:
+//   s = b; while s < 10: s = s * a + 1
+func.func @while_growth(%a: T, %b: T) -> T {
+  %ten = arith.constant 10.0 : T
+  %one = arith.constant 1.0 : T
+  %r = scf.while (%s = %b) : (T) -> T {
+    %go = arith.cmpf olt, %s, %ten : T
+    scf.condition(%go) %s : T
+  } do {
+  ^bb0(%s: T):
+    %m = arith.mulf %s, %a : T
+    %n = arith.addf %m, %one : T
+    scf.yield %n : T
+  }
+  return %r : T
+}
+
+// A damped spring integrated for n steps (explicit Euler, dt = 0.1).
+func.func @spring(%x0: T, %v0: T, %k: T, %c: T, %n: index) -> T {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %dt = arith.constant 0.1 : T
+  %half = arith.constant 0.5 : T
+  %r:2 = scf.for %i = %c0 to %n step %c1 iter_args(%x = %x0, %v = %v0) -> (T, T) {
+    %kx = arith.mulf %k, %x : T
+    %cv = arith.mulf %c, %v : T
+    %f = arith.addf %kx, %cv : T
+    %a = arith.negf %f : T
+    %dv = arith.mulf %a, %dt : T
+    %v1 = arith.addf %v, %dv : T
+    %dx = arith.mulf %v1, %dt : T
+    %x1 = arith.addf %x, %dx : T
+    scf.yield %x1, %v1 : T, T
+  }
+  %xx = arith.mulf %r#0, %r#0 : T
+  %kxx = arith.mulf %xx, %k : T
+  %vv = arith.mulf %r#1, %r#1 : T
+  %e = arith.addf %kxx, %vv : T
+  %e2 = arith.mulf %e, %half : T
+  return %e2 : T
+}
+
+// Self recursion: x^n.
+func.func @power(%x: T, %n: i32) -> T {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %one = arith.constant 1.0 : T
+  %done = arith.cmpi sle, %n, %c0 : i32
+  %r = scf.if %done -> (T) {
+    scf.yield %one : T
+  } else {
+    %m = arith.subi %n, %c1 : i32
+    %p = func.call @power(%x, %m) : (T, i32) -> T
+    %q = arith.mulf %p, %x : T
+    scf.yield %q : T
+  }
+  return %r : T
+}
+
+// Tree recursion: f(0) = 1, f(1) = x, f(n) = f(n-1) + x f(n-2).
+func.func @fib(%x: T, %n: i32) -> T {
+  %c1 = arith.constant 1 : i32
+  %c2 = arith.constant 2 : i32
+  %one = arith.constant 1.0 : T
+  %small = arith.cmpi slt, %n, %c2 : i32
+  %r = scf.if %small -> (T) {
+    %is0 = arith.cmpi slt, %n, %c1 : i32
+    %b = arith.select %is0, %one, %x : T
+    scf.yield %b : T
+  } else {
+    %n1 = arith.subi %n, %c1 : i32
+    %n2 = arith.subi %n, %c2 : i32
+    %f1 = func.call @fib(%x, %n1) : (T, i32) -> T
+    %f2 = func.call @fib(%x, %n2) : (T, i32) -> T
+    %xf2 = arith.mulf %x, %f2 : T
+    %s = arith.addf %f1, %xf2 : T
+    scf.yield %s : T
+  }
+  return %r : T
+}
+
+// Mutual recursion with a data-dependent depth.
+func.func @ping(%x: T, %y: T) -> T {
+  %one = arith.constant 1.0 : T
+  %half = arith.constant 0.5 : T
+  %low = arith.cmpf olt, %y, %one : T
+  %r = scf.if %low -> (T) {
+    %e = arith.mulf %x, %y : T
+    scf.yield %e : T
+  } else {
+    %h = arith.mulf %y, %half : T
+    %p = func.call @pong(%x, %h) : (T, T) -> T
+    scf.yield %p : T
+  }
+  return %r : T
+}
+
+func.func @pong(%x: T, %y: T) -> T {
+  %quarter = arith.constant 0.25 : T
+  %sx = math.sin %x : T
+  %s = arith.mulf %sx, %quarter : T
+  %z = arith.addf %y, %s : T
+  %q = func.call @ping(%x, %z) : (T, T) -> T
+  %t = math.tanh %q : T
+  %u = arith.addf %t, %y : T
+  return %u : T
+}
+
+// Calls between functions: a leaf used twice, a middle layer, a top.
+func.func private @leaf(%x: T) -> T {
+  %s = math.sin %x : T
+  %p = arith.mulf %s, %x : T
+  return %p : T
+}
+
+func.func @middle(%x: T, %w: T) -> T {
+  %a = func.call @leaf(%x) : (T) -> T
+  %xw = arith.mulf %x, %w : T
+  %b = func.call @leaf(%xw) : (T) -> T
+  %r = arith.addf %a, %b : T
+  return %r : T
+}
+
+func.func @top(%x: T, %w: T) -> T {
+  %m = func.call @middle(%x, %w) : (T, T) -> T
+  %e = math.exp %w : T
+  %r = arith.mulf %m, %e : T
+  return %r : T
+}
+
+// Unstructured control flow: a loop of blocks (x <- x * w, n times), then a
+// branch on the sign of the result.
+func.func @blocks(%x: T, %w: T, %n: index) -> T {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  cf.br ^loop(%c0, %x : index, T)
+^loop(%i: index, %acc: T):
+  %more = arith.cmpi ult, %i, %n : index
+  cf.cond_br %more, ^body, ^exit
+^body:
+  %m = arith.mulf %acc, %w : T
+  %i1 = arith.addi %i, %c1 : index
+  cf.br ^loop(%i1, %m : index, T)
+^exit:
+  %zero = arith.constant 0.0 : T
+  %pos = arith.cmpf ogt, %acc, %zero : T
+  cf.cond_br %pos, ^p, ^q
+^p:
+  %s = math.sqrt %acc : T
+  return %s : T
+^q:
+  %t = arith.mulf %acc, %acc : T
+  return %t : T
+}
+
+// floor has a zero derivative; the product rule still applies.
+func.func @floor_times(%x: T) -> T {
+  %f = math.floor %x : T
+  %r = arith.mulf %f, %x : T
+  return %r : T
+}
+"""
+
+DTYPES = {
+    "f64": dict(rtol=1e-6, atol=1e-8, np=np.float64),
+    "f32": dict(rtol=2e-3, atol=1e-4, np=np.float32),
+}
+
+
+@pytest.fixture(scope="module", params=list(DTYPES))
+def mod(request):
+    return request.param, mlir_ad.compile(re.sub(r"\bT\b", request.param,
+                                                 SOURCE))
+
+
+def _tol(dtype):
+    return dict(rtol=DTYPES[dtype]["rtol"], atol=DTYPES[dtype]["atol"])
+
+
+def test_type_substitution_left_nothing(mod):
+    dtype, m = mod
+    assert m.trig.signature == ((dtype, dtype), (dtype,))
+    assert m.spring.signature == ((dtype,) * 4 + ("index",), (dtype,))
+
+
+# References in plain Python (float64).
+
+def trig_ref(x, y):
+    return (math.sin(x) * y ** 3 + math.exp(x / y) - math.log(1 + x * x) +
+            math.atan2(x, y) + math.tanh(x * y))
+
+
+def trig_grad(x, y):
+    dx = (math.cos(x) * y ** 3 + math.exp(x / y) / y - 2 * x / (1 + x * x) +
+          y / (x * x + y * y) + y * (1 - math.tanh(x * y) ** 2))
+    dy = (3 * math.sin(x) * y ** 2 - math.exp(x / y) * x / y ** 2 -
+          x / (x * x + y * y) + x * (1 - math.tanh(x * y) ** 2))
+    return dx, dy
+
+
+@pytest.mark.parametrize("x,y", [(0.3, 1.7), (-1.2, 0.8), (2.5, -1.5)])
+def test_trig_closed_form(mod, x, y):
+    dtype, m = mod
+    tol = _tol(dtype)
+    assert m.trig(x, y) == pytest.approx(trig_ref(x, y), rel=tol["rtol"],
+                                         abs=tol["atol"])
+    g = mlir_ad.grad(m.trig)(x, y)
+    assert isinstance(g, tuple) and len(g) == 2
+    assert all(isinstance(v, float) for v in g)
+    assert_grads_close(g, trig_grad(x, y), **tol)
+
+
+def test_trig_value_and_grad(mod):
+    dtype, m = mod
+    value, grads = mlir_ad.value_and_grad(m.trig)(0.4, 1.1)
+    assert value == m.trig(0.4, 1.1)
+    assert_grads_close(grads, trig_grad(0.4, 1.1), **_tol(dtype))
+
+
+def powers_ref(x, y):
+    return max(x ** y, math.sqrt(x)) + min(math.copysign(abs(y) ** (1 / 3), y), x)
+
+
+@pytest.mark.parametrize("x,y", [(1.7, 2.3), (0.6, 0.4), (2.0, -8.5)])
+def test_powers_against_finite_differences(mod, x, y):
+    dtype, m = mod
+    tol = _tol(dtype)
+    assert m.powers(x, y) == pytest.approx(powers_ref(x, y), rel=tol["rtol"])
+    assert_grads_close(mlir_ad.grad(m.powers)(x, y),
+                       numerical_grad(powers_ref, [x, y], [0, 1]), rtol=1e-4,
+                       atol=1e-5)
+
+
+def branch_ref(x, y):
+    return x * x * y if x > y else math.exp(math.sin(x) + y)
+
+
+@pytest.mark.parametrize("x,y", [(2.0, 0.5), (0.5, 2.0), (-1.0, -0.3), (1.3, -2.0)])
+def test_branch_on_data(mod, x, y):
+    dtype, m = mod
+    tol = _tol(dtype)
+    assert m.branch(x, y) == pytest.approx(branch_ref(x, y), rel=tol["rtol"])
+    if x > y:
+        expected = (2 * x * y, x * x)
+    else:
+        e = math.exp(math.sin(x) + y)
+        expected = (math.cos(x) * e, e)
+    assert_grads_close(mlir_ad.grad(m.branch)(x, y), expected, **tol)
+
+
+def while_ref(a, b):
+    s, n = b, 0
+    while s < 10:
+        s = s * a + 1
+        n += 1
+    return s, n
+
+
+@pytest.mark.parametrize("a,b", [(1.5, 0.7), (2.1, 3.3), (1.2, 9.5), (3.0, 12.0)])
+def test_while_data_dependent_trip_count(mod, a, b):
+    dtype, m = mod
+    tol = _tol(dtype)
+    value, trips = while_ref(a, b)
+    assert m.while_growth(a, b) == pytest.approx(value, rel=tol["rtol"])
+    # The trip count is locally constant at these points, so the function is
+    # smooth there: s_n = a^n b + sum_{k<n} a^k.
+    expected = numerical_grad(lambda a_, b_: while_ref(a_, b_)[0], [a, b],
+                              [0, 1])
+    assert_grads_close(mlir_ad.grad(m.while_growth)(a, b), expected,
+                       rtol=max(tol["rtol"], 1e-5), atol=tol["atol"])
+    if trips == 0:
+        assert mlir_ad.grad(m.while_growth)(a, b) == (0.0, 1.0)
+
+
+def spring_ref(x0, v0, k, c, n):
+    x, v = x0, v0
+    for _ in range(n):
+        v = v + (-(k * x + c * v)) * 0.1
+        x = x + v * 0.1
+    return 0.5 * (k * x * x + v * v)
+
+
+@pytest.mark.parametrize("n", [0, 1, 4, 37])
+def test_scf_for_dynamic_trip_count(mod, n):
+    dtype, m = mod
+    tol = _tol(dtype)
+    args = [1.0, 0.3, 2.5, 0.4, n]
+    assert m.spring(*args) == pytest.approx(spring_ref(*args), rel=tol["rtol"])
+    expected = numerical_grad(spring_ref, args, [0, 1, 2, 3])
+    got = mlir_ad.grad(m.spring)(*args)
+    assert len(got) == 4
+    assert_grads_close(got, expected, rtol=max(tol["rtol"], 1e-5),
+                       atol=max(tol["atol"], 1e-7))
+
+
+@pytest.mark.parametrize("n", [0, 1, 5, 9])
+def test_self_recursion(mod, n):
+    dtype, m = mod
+    x = 1.3
+    assert m.power(x, n) == pytest.approx(x ** n, rel=_tol(dtype)["rtol"])
+    g = mlir_ad.grad(m.power, wrt=0)(x, n)
+    assert g == pytest.approx(n * x ** (n - 1) if n else 0.0,
+                              rel=_tol(dtype)["rtol"], abs=1e-12)
+
+
+def fib_ref(x, n):
+    if n < 2:
+        return 1.0 if n < 1 else x
+    return fib_ref(x, n - 1) + x * fib_ref(x, n - 2)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 7, 12])
+def test_tree_recursion(mod, n):
+    dtype, m = mod
+    tol = _tol(dtype)
+    x = 0.7
+    assert m.fib(x, n) == pytest.approx(fib_ref(x, n), rel=tol["rtol"])
+    (g,) = mlir_ad.grad(m.fib)(x, n)
+    assert g == pytest.approx(numerical_grad(fib_ref, [x, n], [0])[0],
+                              rel=max(tol["rtol"], 1e-6), abs=1e-7)
+
+
+def ping_ref(x, y):
+    if y < 1:
+        return x * y
+    return pong_ref(x, y * 0.5)
+
+
+def pong_ref(x, y):
+    z = y + 0.25 * math.sin(x)
+    return math.tanh(ping_ref(x, z)) + y
+
+
+@pytest.mark.parametrize("x,y", [(0.4, 0.5), (0.9, 3.0), (-0.6, 11.0)])
+def test_mutual_recursion(mod, x, y):
+    dtype, m = mod
+    tol = _tol(dtype)
+    assert m.ping(x, y) == pytest.approx(ping_ref(x, y), rel=tol["rtol"])
+    assert_grads_close(mlir_ad.grad(m.ping)(x, y),
+                       numerical_grad(ping_ref, [x, y], [0, 1]),
+                       rtol=max(tol["rtol"], 1e-5), atol=tol["atol"])
+
+
+def top_ref(x, w):
+    leaf = lambda t: math.sin(t) * t  # noqa: E731
+    return (leaf(x) + leaf(x * w)) * math.exp(w)
+
+
+def test_calls_between_functions(mod):
+    dtype, m = mod
+    tol = _tol(dtype)
+    x, w = 0.8, -0.6
+    assert m.top(x, w) == pytest.approx(top_ref(x, w), rel=tol["rtol"])
+    assert_grads_close(mlir_ad.grad(m.top)(x, w),
+                       numerical_grad(top_ref, [x, w], [0, 1]),
+                       rtol=max(tol["rtol"], 1e-6), atol=tol["atol"])
+    # The callee alone, through its own entry point.
+    dleaf = lambda t: math.cos(t) * t + math.sin(t)  # noqa: E731
+    assert_grads_close(mlir_ad.grad(m.middle)(x, w),
+                       (dleaf(x) + w * dleaf(x * w), x * dleaf(x * w)), **tol)
+
+
+@pytest.mark.parametrize("x,w,n", [(1.5, 1.1, 3), (-2.0, 0.9, 2), (0.7, -1.3, 5),
+                                   (4.0, 0.5, 0)])
+def test_unstructured_control_flow(mod, x, w, n):
+    dtype, m = mod
+    tol = _tol(dtype)
+    acc = x * w ** n
+    expected_value = math.sqrt(acc) if acc > 0 else acc * acc
+    assert m.blocks(x, w, n) == pytest.approx(expected_value, rel=tol["rtol"])
+    if acc > 0:
+        dacc = 0.5 / math.sqrt(acc)
+    else:
+        dacc = 2 * acc
+    expected = (dacc * w ** n, dacc * x * n * w ** (n - 1) if n else 0.0)
+    assert_grads_close(mlir_ad.grad(m.blocks)(x, w, n), expected, **tol)
+
+
+@pytest.mark.parametrize("x", [2.5, -0.5, 3.0 + 1e-3])
+def test_floor_has_zero_derivative(mod, x):
+    dtype, m = mod
+    assert mlir_ad.grad(m.floor_times, wrt=0)(x) == pytest.approx(math.floor(x))
