@@ -184,7 +184,10 @@ Value createFilledConstant(OpBuilder &builder, Location loc, Type type,
                            double value);
 
 /// A value shaped like `like` (a float or integer scalar, or a ranked tensor
-/// of them, dynamic sizes included) with every element `value`.
+/// of them, dynamic sizes included) with every element `value`: an
+/// arith.constant, or for a dynamically shaped tensor a linalg.fill of a
+/// tensor.empty sized with tensor.dim (a pass calling it outside the ad
+/// passes declares arith, tensor and linalg as dependent dialects).
 Value createFilledLike(OpBuilder &builder, Location loc, Value like,
                        double value);
 
