@@ -9,5 +9,6 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-"$root/build"}
 "$root/scripts/build.sh" "$build"
 ninja -C "$build" -j2 check-ad
+"$root/scripts/test-downstream.sh" "$build"
 PYTHONPATH="$build/python_packages" /usr/bin/python3 -m pytest -q \
   -p no:cacheprovider "$root/python/tests"
