@@ -1,0 +1,332 @@
+"""Whole programs through the package: tensor reshaping ops, while loops over
+tensors, switches, recursion over tensors, convolutions and gathers, each
+against an independent numpy reference and finite differences. Each program is
+a module of its own, so that one failure does not hide the others."""
+
+import numpy as np
+import pytest
+
+import mlir_ad
+from conftest import assert_grads_close, numerical_grad
+
+
+def compile_one(source):
+    return mlir_ad.compile(source)
+
+
+# ----------------------------------------------------------------------------
+
+RESHAPE = """
+// concat, pad, expand/collapse, a strided insert_slice and extract_slice.
+func.func @reshape(%a: tensor<2x3xf64>, %b: tensor<1x3xf64>) -> f64 {
+  %j = tensor.concat dim(0) %a, %b : (tensor<2x3xf64>, tensor<1x3xf64>) -> tensor<3x3xf64>
+  %one = arith.constant 1.5 : f64
+  %p = tensor.pad %j low[1, 0] high[0, 2] {
+  ^bb0(%i: index, %k: index):
+    tensor.yield %one : f64
+  } : tensor<3x3xf64> to tensor<4x5xf64>
+  %c = tensor.collapse_shape %p [[0, 1]] : tensor<4x5xf64> into tensor<20xf64>
+  %s = math.sin %c : tensor<20xf64>
+  %e = tensor.expand_shape %s [[0, 1]] output_shape [5, 4] : tensor<20xf64> into tensor<5x4xf64>
+  %sl = tensor.extract_slice %e[0, 0] [5, 2] [1, 2] : tensor<5x4xf64> to tensor<5x2xf64>
+  %sq = arith.mulf %sl, %sl : tensor<5x2xf64>
+  %z = arith.constant 0.0 : f64
+  %init = tensor.from_elements %z : tensor<f64>
+  %r = linalg.reduce ins(%sq : tensor<5x2xf64>) outs(%init : tensor<f64>) dimensions = [0, 1]
+    (%x: f64, %y: f64) {
+      %t = arith.addf %x, %y : f64
+      linalg.yield %t : f64
+    }
+  %v = tensor.extract %r[] : tensor<f64>
+  return %v : f64
+}
+"""
+
+
+def reshape_ref(a, b):
+    j = np.concatenate([a, b], axis=0)
+    p = np.pad(j, ((1, 0), (0, 2)), constant_values=1.5)
+    e = np.sin(p.reshape(20)).reshape(5, 4)
+    return float(np.sum(e[:, 0::2] ** 2))
+
+
+def test_reshaping_ops(rng):
+    m = compile_one(RESHAPE)
+    a, b = rng.standard_normal((2, 3)), rng.standard_normal((1, 3))
+    assert m.reshape(a, b) == pytest.approx(reshape_ref(a, b), rel=1e-12)
+    assert_grads_close(mlir_ad.grad(m.reshape)(a, b),
+                       numerical_grad(reshape_ref, [a, b], [0, 1]), rtol=1e-6,
+                       atol=1e-8)
+
+
+# ----------------------------------------------------------------------------
+
+WHILE_TENSOR = """
+// Repeatedly x <- tanh(x) * w + x * 0.5 while sum(x^2) > 0.01 (at most 50
+// times): a while loop carrying a static tensor, with a data-dependent trip
+// count.
+func.func @shrink(%x0: tensor<3xf64>, %w: f64) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %lim = arith.constant 0.01 : f64
+  %half = arith.constant 0.5 : f64
+  %z = arith.constant 0.0 : f64
+  %i0 = arith.constant 0 : i64
+  %i1 = arith.constant 1 : i64
+  %max = arith.constant 50 : i64
+  %r:2 = scf.while (%x = %x0, %n = %i0) : (tensor<3xf64>, i64) -> (tensor<3xf64>, i64) {
+    %sq = arith.mulf %x, %x : tensor<3xf64>
+    %init = tensor.from_elements %z : tensor<f64>
+    %s = linalg.reduce ins(%sq : tensor<3xf64>) outs(%init : tensor<f64>) dimensions = [0]
+      (%a: f64, %b: f64) {
+        %t = arith.addf %a, %b : f64
+        linalg.yield %t : f64
+      }
+    %sv = tensor.extract %s[] : tensor<f64>
+    %big = arith.cmpf ogt, %sv, %lim : f64
+    %few = arith.cmpi slt, %n, %max : i64
+    %go = arith.andi %big, %few : i1
+    scf.condition(%go) %x, %n : tensor<3xf64>, i64
+  } do {
+  ^bb0(%x: tensor<3xf64>, %n: i64):
+    %t = math.tanh %x : tensor<3xf64>
+    %ws = tensor.splat %w : tensor<3xf64>
+    %hs = tensor.splat %half : tensor<3xf64>
+    %tw = arith.mulf %t, %ws : tensor<3xf64>
+    %xh = arith.mulf %x, %hs : tensor<3xf64>
+    %x1 = arith.addf %tw, %xh : tensor<3xf64>
+    %n1 = arith.addi %n, %i1 : i64
+    scf.yield %x1, %n1 : tensor<3xf64>, i64
+  }
+  %e0 = tensor.extract %r#0[%c0] : tensor<3xf64>
+  %e1 = tensor.extract %r#0[%c1] : tensor<3xf64>
+  %nf = arith.sitofp %r#1 : i64 to f64
+  %p = arith.mulf %e0, %e1 : f64
+  %q = arith.addf %p, %nf : f64
+  return %q : f64
+}
+"""
+
+
+def shrink_ref(x0, w):
+    x, n = np.asarray(x0, np.float64), 0
+    while np.sum(x * x) > 0.01 and n < 50:
+        x = np.tanh(x) * w + x * 0.5
+        n += 1
+    return x[0] * x[1] + n, n
+
+
+@pytest.mark.parametrize("w", [0.1, 0.3, -0.2])
+def test_while_loop_over_a_tensor(rng, w):
+    m = compile_one(WHILE_TENSOR)
+    x0 = rng.uniform(-2, 2, 3)
+    value, trips = shrink_ref(x0, w)
+    assert trips > 1
+    assert m.shrink(x0, w) == pytest.approx(value, rel=1e-12)
+    expected = numerical_grad(lambda x, w_: shrink_ref(x, w_)[0], [x0, w], [0, 1])
+    assert_grads_close(mlir_ad.grad(m.shrink)(x0, w), expected, rtol=1e-5, atol=1e-8)
+
+
+# ----------------------------------------------------------------------------
+
+SWITCH = """
+func.func @switch(%x: tensor<4xf64>, %k: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c3 = arith.constant 3 : index
+  %a = tensor.extract %x[%c0] : tensor<4xf64>
+  %b = tensor.extract %x[%c3] : tensor<4xf64>
+  %r = scf.index_switch %k -> f64
+  case 0 {
+    %s = math.sin %a : f64
+    scf.yield %s : f64
+  }
+  case 1 {
+    %p = arith.mulf %a, %b : f64
+    scf.yield %p : f64
+  }
+  case 2 {
+    %e = math.exp %b : f64
+    %q = arith.divf %e, %a : f64
+    scf.yield %q : f64
+  }
+  default {
+    %t = tensor.extract %x[%k] : tensor<4xf64>
+    %u = arith.mulf %t, %t : f64
+    scf.yield %u : f64
+  }
+  return %r : f64
+}
+"""
+
+
+@pytest.mark.parametrize("k", [0, 1, 2, 3])
+def test_index_switch(k):
+    m = compile_one(SWITCH)
+    x = np.array([0.7, -1.1, 0.4, 1.9])
+    a, b = x[0], x[3]
+    refs = {
+        0: (np.sin(a), [np.cos(a), 0, 0, 0]),
+        1: (a * b, [b, 0, 0, a]),
+        2: (np.exp(b) / a, [-np.exp(b) / a ** 2, 0, 0, np.exp(b) / a]),
+        3: (b * b, [0, 0, 0, 2 * b]),
+    }
+    value, grad = refs[k]
+    assert m.switch(x, k) == pytest.approx(value, rel=1e-14)
+    assert_grads_close(mlir_ad.grad(m.switch)(x, k), (np.array(grad),), rtol=1e-12)
+
+
+# ----------------------------------------------------------------------------
+
+TENSOR_RECURSION = """
+// v_{n} = sin(v_{n-1}) * x + v_{n-1}, recursively; returns sum(v_n * v_n).
+func.func @steps(%v: tensor<3xf64>, %x: f64, %n: i32) -> tensor<3xf64> {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %done = arith.cmpi sle, %n, %c0 : i32
+  %r = scf.if %done -> (tensor<3xf64>) {
+    scf.yield %v : tensor<3xf64>
+  } else {
+    %s = math.sin %v : tensor<3xf64>
+    %xs = tensor.splat %x : tensor<3xf64>
+    %p = arith.mulf %s, %xs : tensor<3xf64>
+    %w = arith.addf %p, %v : tensor<3xf64>
+    %m = arith.subi %n, %c1 : i32
+    %q = func.call @steps(%w, %x, %m) : (tensor<3xf64>, f64, i32) -> tensor<3xf64>
+    scf.yield %q : tensor<3xf64>
+  }
+  return %r : tensor<3xf64>
+}
+
+func.func @energy(%v: tensor<3xf64>, %x: f64, %n: i32) -> f64 {
+  %r = func.call @steps(%v, %x, %n) : (tensor<3xf64>, f64, i32) -> tensor<3xf64>
+  %sq = arith.mulf %r, %r : tensor<3xf64>
+  %z = arith.constant 0.0 : f64
+  %init = tensor.from_elements %z : tensor<f64>
+  %s = linalg.reduce ins(%sq : tensor<3xf64>) outs(%init : tensor<f64>) dimensions = [0]
+    (%a: f64, %b: f64) {
+      %t = arith.addf %a, %b : f64
+      linalg.yield %t : f64
+    }
+  %e = tensor.extract %s[] : tensor<f64>
+  return %e : f64
+}
+"""
+
+
+def steps_ref(v, x, n):
+    v = np.asarray(v, np.float64)
+    for _ in range(n):
+        v = np.sin(v) * x + v
+    return v
+
+
+@pytest.mark.parametrize("n", [0, 1, 5])
+def test_recursion_over_tensors(rng, n):
+    m = compile_one(TENSOR_RECURSION)
+    v, x = rng.standard_normal(3), 0.6
+    np.testing.assert_allclose(m.steps(v, x, n), steps_ref(v, x, n), rtol=1e-12)
+    energy = lambda v_, x_, n_: float(np.sum(steps_ref(v_, x_, n_) ** 2))  # noqa: E731
+    assert m.energy(v, x, n) == pytest.approx(energy(v, x, n), rel=1e-12)
+    assert_grads_close(mlir_ad.grad(m.energy)(v, x, n),
+                       numerical_grad(energy, [v, x, n], [0, 1]), rtol=1e-6, atol=1e-8)
+    # The tensor-valued function through vjp.
+    ct = rng.standard_normal(3)
+    _, pullback = mlir_ad.vjp(m.steps)(v, x, n)
+    gv, gx = pullback(ct)
+    proj = lambda v_, x_: float(np.dot(steps_ref(v_, x_, n), ct))  # noqa: E731
+    assert_grads_close((gv, gx), numerical_grad(proj, [v, x], [0, 1]), rtol=1e-6,
+                       atol=1e-8)
+
+
+# ----------------------------------------------------------------------------
+
+CONV = """
+func.func @conv(%img: tensor<1x5x5x2xf64>, %k: tensor<3x3x2x3xf64>) -> f64 {
+  %z = arith.constant 0.0 : f64
+  %e = tensor.empty() : tensor<1x3x3x3xf64>
+  %f = linalg.fill ins(%z : f64) outs(%e : tensor<1x3x3x3xf64>) -> tensor<1x3x3x3xf64>
+  %c = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+         ins(%img, %k : tensor<1x5x5x2xf64>, tensor<3x3x2x3xf64>) outs(%f : tensor<1x3x3x3xf64>) -> tensor<1x3x3x3xf64>
+  %t = math.tanh %c : tensor<1x3x3x3xf64>
+  %init = tensor.from_elements %z : tensor<f64>
+  %s = linalg.reduce ins(%t : tensor<1x3x3x3xf64>) outs(%init : tensor<f64>) dimensions = [0, 1, 2, 3]
+    (%a: f64, %b: f64) {
+      %u = arith.addf %a, %b : f64
+      linalg.yield %u : f64
+    }
+  %v = tensor.extract %s[] : tensor<f64>
+  return %v : f64
+}
+"""
+
+
+def conv_ref(img, k):
+    out = np.zeros((3, 3, 3))
+    for i in range(3):
+        for j in range(3):
+            patch = img[0, i:i + 3, j:j + 3, :]
+            out[i, j, :] = np.einsum("hwc,hwcf->f", patch, k)
+    return float(np.sum(np.tanh(out)))
+
+
+def test_convolution(rng):
+    m = compile_one(CONV)
+    img, k = rng.standard_normal((1, 5, 5, 2)), rng.standard_normal((3, 3, 2, 3)) * 0.3
+    assert m.conv(img, k) == pytest.approx(conv_ref(img, k), rel=1e-12)
+    assert_grads_close(mlir_ad.grad(m.conv)(img, k),
+                       numerical_grad(conv_ref, [img, k], [0, 1]), rtol=1e-6,
+                       atol=1e-8)
+
+
+# ----------------------------------------------------------------------------
+
+EMBEDDING = """
+// Cross-entropy of softmax(E[tok] @ W) against a target class: an embedding
+// lookup at a run-time index, a matvec, a max-shifted log-sum-exp.
+func.func @xent(%emb: tensor<5x3xf64>, %w: tensor<3x4xf64>, %tok: index, %target: index) -> f64 {
+  %row = tensor.extract_slice %emb[%tok, 0] [1, 3] [1, 1] : tensor<5x3xf64> to tensor<3xf64>
+  %z = arith.constant 0.0 : f64
+  %e = tensor.empty() : tensor<4xf64>
+  %f = linalg.fill ins(%z : f64) outs(%e : tensor<4xf64>) -> tensor<4xf64>
+  %logits = linalg.vecmat ins(%row, %w : tensor<3xf64>, tensor<3x4xf64>) outs(%f : tensor<4xf64>) -> tensor<4xf64>
+  %low = arith.constant -1.0e300 : f64
+  %mi = tensor.from_elements %low : tensor<f64>
+  %mx = linalg.reduce ins(%logits : tensor<4xf64>) outs(%mi : tensor<f64>) dimensions = [0]
+    (%a: f64, %b: f64) {
+      %m = arith.maximumf %a, %b : f64
+      linalg.yield %m : f64
+    }
+  %m = tensor.extract %mx[] : tensor<f64>
+  %ms = tensor.splat %m : tensor<4xf64>
+  %sh = arith.subf %logits, %ms : tensor<4xf64>
+  %ex = math.exp %sh : tensor<4xf64>
+  %si = tensor.from_elements %z : tensor<f64>
+  %se = linalg.reduce ins(%ex : tensor<4xf64>) outs(%si : tensor<f64>) dimensions = [0]
+    (%a: f64, %b: f64) {
+      %s = arith.addf %a, %b : f64
+      linalg.yield %s : f64
+    }
+  %s = tensor.extract %se[] : tensor<f64>
+  %ls = math.log %s : f64
+  %lse = arith.addf %ls, %m : f64
+  %lt = tensor.extract %logits[%target] : tensor<4xf64>
+  %loss = arith.subf %lse, %lt : f64
+  return %loss : f64
+}
+"""
+
+
+@pytest.mark.parametrize("tok,target", [(0, 0), (3, 2), (4, 3)])
+def test_embedding_cross_entropy(rng, tok, target):
+    m = compile_one(EMBEDDING)
+    emb, w = rng.standard_normal((5, 3)), rng.standard_normal((3, 4))
+    logits = emb[tok] @ w
+    p = np.exp(logits - logits.max())
+    p /= p.sum()
+    assert m.xent(emb, w, tok, target) == pytest.approx(-np.log(p[target]), rel=1e-12)
+    dlogits = p.copy()
+    dlogits[target] -= 1
+    gemb = np.zeros((5, 3))
+    gemb[tok] = w @ dlogits
+    assert_grads_close(mlir_ad.grad(m.xent)(emb, w, tok, target),
+                       (gemb, np.outer(emb[tok], dlogits)), rtol=1e-10, atol=1e-12)
