@@ -4,9 +4,11 @@
 |* value and gradient or vector-Jacobian product of one of its functions),    *|
 |* JIT-compile it at -O3 and call it on scalars and buffers.                  *|
 |*                                                                            *|
-|* Objects are opaque handles; each Create/Parse/Get that returns a handle   *|
-|* is paired with a Destroy. Failing calls return a null handle and, when     *|
-|* `error` is not NULL, store an error the caller destroys.                   *|
+|* Objects are opaque handles; each Create/Parse/Get that returns a handle    *|
+|* is paired with a Destroy, in any order: a program keeps what it needs of   *|
+|* its runtime, an entry point what it needs of its program. Failing calls    *|
+|* return a null handle and, when `error` is not NULL, store an error the     *|
+|* caller destroys.                                                           *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
@@ -92,6 +94,7 @@ typedef struct MlirADValue {
 
 /// Runtime with its own MLIRContext and cache of compiled entry points.
 MLIR_CAPI_EXPORTED MlirADRuntime mlirADRuntimeCreate(void);
+/// Destroys the handle; programs still alive keep the context they need.
 MLIR_CAPI_EXPORTED void mlirADRuntimeDestroy(MlirADRuntime runtime);
 /// Number of entry points compiled so far (cache misses).
 MLIR_CAPI_EXPORTED intptr_t
@@ -106,6 +109,7 @@ MLIR_CAPI_EXPORTED MlirADProgram mlirADRuntimeParse(MlirADRuntime runtime,
 MLIR_CAPI_EXPORTED MlirADProgram mlirADRuntimeFromModule(MlirADRuntime runtime,
                                                          MlirModule module,
                                                          MlirADError *error);
+/// Destroys the handle; entry points built from it stay valid.
 MLIR_CAPI_EXPORTED void mlirADProgramDestroy(MlirADProgram program);
 MLIR_CAPI_EXPORTED intptr_t mlirADProgramGetNumFunctions(MlirADProgram program);
 /// The name of function `pos`; valid while the program lives.
@@ -117,6 +121,7 @@ mlirADProgramGetFunctionName(MlirADProgram program, intptr_t pos);
 MLIR_CAPI_EXPORTED MlirADEntryPoint mlirADProgramGetEntryPoint(
     MlirADProgram program, MlirADEntryKind kind, MlirStringRef function,
     const int64_t *wrt, intptr_t numWrt, MlirADError *error);
+/// Destroys the handle (the compiled code stays cached in its runtime).
 MLIR_CAPI_EXPORTED void mlirADEntryPointDestroy(MlirADEntryPoint entry);
 MLIR_CAPI_EXPORTED intptr_t mlirADEntryPointGetNumInputs(MlirADEntryPoint entry);
 MLIR_CAPI_EXPORTED intptr_t
@@ -141,6 +146,7 @@ MLIR_CAPI_EXPORTED void mlirADResultsDestroy(MlirADResults results);
 MLIR_CAPI_EXPORTED MlirADErrorKind mlirADErrorGetKind(MlirADError error);
 /// The message, with every MLIR diagnostic and its location.
 MLIR_CAPI_EXPORTED MlirStringRef mlirADErrorGetMessage(MlirADError error);
+/// Frees the error and its message.
 MLIR_CAPI_EXPORTED void mlirADErrorDestroy(MlirADError error);
 
 #ifdef __cplusplus

@@ -15,6 +15,8 @@
 #include "mlir/CAPI/Support.h"
 #include "mlir/IR/BuiltinOps.h"
 
+#include <cstring>
+
 using namespace mlir::ad::runtime;
 
 namespace {
@@ -94,12 +96,32 @@ MlirStringRef mlirADProgramGetFunctionName(MlirADProgram program,
   return mlirStringRefCreate(name.data(), name.size());
 }
 
+static_assert((int)MlirADEntryVjp == (int)EntryKind::Vjp &&
+                  (int)MlirADElementIndex == (int)ElementKind::Index &&
+                  (int)MlirADErrorValue == (int)ErrorKind::Value,
+              "the C and C++ enums differ");
+
+/// Reports a caller error and returns false.
+static bool reject(MlirADError *error, ErrorKind kind, std::string message) {
+  if (error)
+    error->ptr = new ErrorObject{kind, std::move(message)};
+  return false;
+}
+
 MlirADEntryPoint mlirADProgramGetEntryPoint(MlirADProgram program,
                                             MlirADEntryKind kind,
                                             MlirStringRef function,
                                             const int64_t *wrt,
                                             intptr_t numWrt,
                                             MlirADError *error) {
+  if ((int)kind < 0 || kind > MlirADEntryVjp) {
+    reject(error, ErrorKind::Value, "unknown entry kind " + std::to_string(kind));
+    return {nullptr};
+  }
+  if (numWrt < 0 || (numWrt > 0 && !wrt)) {
+    reject(error, ErrorKind::Value, "wrt is NULL but numWrt is positive");
+    return {nullptr};
+  }
   llvm::Expected<EntryHandle> entry = unwrap(program)->getEntryPoint(
       static_cast<EntryKind>(kind), unwrap(function),
       llvm::ArrayRef<int64_t>(wrt, numWrt));
@@ -126,8 +148,23 @@ MlirADResults mlirADEntryPointCall(MlirADEntryPoint entry,
                                    const MlirADValue *args, intptr_t numArgs,
                                    MlirADError *error) {
   llvm::SmallVector<Argument, 8> converted;
+  if (numArgs > 0 && !args) {
+    reject(error, ErrorKind::Type, "args is NULL but numArgs is positive");
+    return {nullptr};
+  }
   for (intptr_t i = 0; i < numArgs; ++i) {
     const MlirADValue &value = args[i];
+    std::string what = "argument " + std::to_string(i);
+    if ((int)value.element < 0 || value.element > MlirADElementIndex) {
+      reject(error, ErrorKind::Type,
+             what + " has an unknown element kind " +
+                 std::to_string(value.element));
+      return {nullptr};
+    }
+    if (value.rank > 0 && !value.sizes) {
+      reject(error, ErrorKind::Value, what + " has a rank but no sizes");
+      return {nullptr};
+    }
     auto element = static_cast<ElementKind>(value.element);
     if (value.rank < 0) {
       Argument arg;
@@ -135,6 +172,8 @@ MlirADResults mlirADEntryPointCall(MlirADEntryPoint entry,
       static_assert(sizeof(arg.scalar) == sizeof(value.scalar),
                     "scalar layouts differ");
       std::memcpy(&arg.scalar, &value.scalar, sizeof(arg.scalar));
+      if (element == ElementKind::I1)
+        arg.scalar.i8 = arg.scalar.i8 != 0;
       converted.push_back(arg);
       continue;
     }

@@ -10,12 +10,76 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include "llvm/ExecutionEngine/Orc/Mangling.h"
+
+#include <csetjmp>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
 using namespace mlir::ad::runtime;
 
 EntryPoint::~EntryPoint() = default;
+
+static_assert(sizeof(void *) == 8 && sizeof(int64_t) == 8,
+              "the calling convention assumes a 64-bit target");
+
+//===----------------------------------------------------------------------===//
+// Failed runtime checks
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Where a failed check in the running entry returns to, and what it said.
+struct CheckTrap {
+  std::jmp_buf buffer;
+  std::string message;
+};
+thread_local CheckTrap *activeTrap = nullptr;
+} // namespace
+
+extern "C" {
+/// `puts` for JIT-ed code: collects a failing check's message.
+static int adCheckPuts(const char *text) {
+  if (!activeTrap)
+    return std::puts(text);
+  activeTrap->message += text;
+  return 0;
+}
+
+/// `abort` for JIT-ed code: returns to the call that ran the check. The
+/// JIT-ed frames in between hold no destructors (C code without unwinding).
+[[noreturn]] static void adCheckAbort() {
+  if (activeTrap)
+    std::longjmp(activeTrap->buffer, 1);
+  std::abort();
+}
+}
+
+void mlir::ad::runtime::registerRuntimeCheckHandlers(
+    mlir::ExecutionEngine &engine) {
+  engine.registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap map;
+    map[interner("puts")] = {llvm::orc::ExecutorAddr::fromPtr(&adCheckPuts),
+                             llvm::JITSymbolFlags::Exported};
+    map[interner("abort")] = {llvm::orc::ExecutorAddr::fromPtr(&adCheckAbort),
+                              llvm::JITSymbolFlags::Exported};
+    return map;
+  });
+}
+
+/// Calls `packed`; false when a runtime check failed (message in `trap`).
+/// Kept free of C++ objects: setjmp returns twice.
+static bool runChecked(void (*packed)(void **), void **args, CheckTrap &trap) {
+  CheckTrap *outer = activeTrap;
+  activeTrap = &trap;
+  if (setjmp(trap.buffer)) {
+    activeTrap = outer;
+    return false;
+  }
+  packed(args);
+  activeTrap = outer;
+  return true;
+}
 
 /// Words of a memref descriptor of `rank`.
 static size_t descriptorWords(int64_t rank) { return 3 + 2 * rank; }
@@ -190,7 +254,12 @@ llvm::Error JitEntryPoint::call(llvm::ArrayRef<Argument> args,
   if (convention.scalarReturn)
     packedArgs.push_back(resultStruct);
 
-  packed(packedArgs.data());
+  CheckTrap trap;
+  if (!runChecked(packed, packedArgs.data(), trap))
+    return makeError(ErrorKind::Value,
+                     "a runtime check of the compiled code failed (the "
+                     "arguments' shapes do not fit the program):\n" +
+                         trap.message);
 
   size_t first = results.size();
   for (auto [type, offset] :

@@ -32,6 +32,12 @@ struct CallingConvention {
   bool scalarReturn = false;
 };
 
+/// Makes failed runtime checks in code JIT-ed by `engine` (cf.assert, which
+/// lowers to puts and abort) return an ErrorKind::Value error from the call
+/// instead of aborting the process. Buffers the failing call allocated are
+/// lost.
+void registerRuntimeCheckHandlers(mlir::ExecutionEngine &engine);
+
 /// An entry point backed by a JIT-compiled module.
 class JitEntryPoint : public EntryPoint {
 public:

@@ -8,7 +8,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "ad/Runtime/Runtime.h"
+#include "EntrySource.h"
 #include "JitEntryPoint.h"
+#include "JitPreparation.h"
 
 #include "ad/IR/ADDialect.h"
 #include "ad/Rules/Rules.h"
@@ -16,6 +18,7 @@
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/AttrTypeSubElements.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
@@ -28,6 +31,7 @@
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 
+#include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/Support/FileSystem.h"
@@ -35,6 +39,9 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
 
+#include <cstring>
+#include <dlfcn.h>
+#include <atomic>
 #include <mutex>
 
 #ifndef AD_MLIR_LIBRARY_DIR
@@ -76,6 +83,9 @@ public:
     std::string message = what.str();
     if (!text.empty())
       message += ":\n" + text;
+    // Users know their functions by their own names.
+    for (size_t at; (at = message.find("__mlir_ad_user_")) != std::string::npos;)
+      message.erase(at, strlen("__mlir_ad_user_"));
     while (!message.empty() && message.back() == '\n')
       message.pop_back();
     return makeError(ErrorKind::Compile, message);
@@ -91,58 +101,6 @@ private:
 //===----------------------------------------------------------------------===//
 // Signatures
 //===----------------------------------------------------------------------===//
-
-static std::optional<ElementKind> getElementKind(Type type) {
-  if (type.isF16())
-    return ElementKind::F16;
-  if (type.isBF16())
-    return ElementKind::BF16;
-  if (type.isF32())
-    return ElementKind::F32;
-  if (type.isF64())
-    return ElementKind::F64;
-  if (type.isIndex())
-    return ElementKind::Index;
-  if (type.isSignlessInteger(1))
-    return ElementKind::I1;
-  if (type.isSignlessInteger(8))
-    return ElementKind::I8;
-  if (type.isSignlessInteger(16))
-    return ElementKind::I16;
-  if (type.isSignlessInteger(32))
-    return ElementKind::I32;
-  if (type.isSignlessInteger(64))
-    return ElementKind::I64;
-  return std::nullopt;
-}
-
-/// The boundary type of an MLIR type, or nullopt when the runtime cannot
-/// pass it (unranked, non-identity layouts, vectors, other element types).
-static std::optional<ValueType> getValueType(Type type) {
-  ValueType result;
-  Type element = type;
-  if (auto tensor = dyn_cast<RankedTensorType>(type)) {
-    if (tensor.getEncoding())
-      return std::nullopt;
-    result.shaped = result.tensor = true;
-    element = tensor.getElementType();
-    result.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
-  } else if (auto memref = dyn_cast<MemRefType>(type)) {
-    if (!memref.getLayout().isIdentity() || memref.getMemorySpace())
-      return std::nullopt;
-    result.shaped = true;
-    element = memref.getElementType();
-    result.shape.assign(memref.getShape().begin(), memref.getShape().end());
-  }
-  for (int64_t &size : result.shape)
-    if (ShapedType::isDynamic(size))
-      size = ValueType::kDynamic;
-  std::optional<ElementKind> kind = getElementKind(element);
-  if (!kind)
-    return std::nullopt;
-  result.element = *kind;
-  return result;
-}
 
 namespace {
 /// What the runtime knows about one function of a program.
@@ -194,13 +152,13 @@ static FunctionInfo describeFunction(func::FuncOp func) {
 //===----------------------------------------------------------------------===//
 
 namespace {
-class RuntimeImpl;
+class RuntimeState;
 
-class ProgramImpl : public Program,
-                    public std::enable_shared_from_this<ProgramImpl> {
+class ProgramImpl : public Program {
 public:
-  ProgramImpl(RuntimeImpl &runtime, std::string source, std::string name)
-      : runtime(runtime), source(std::move(source)),
+  ProgramImpl(std::shared_ptr<RuntimeState> state, std::string source,
+              std::string name)
+      : state(std::move(state)), source(std::move(source)),
         bufferName(std::move(name)) {}
 
   llvm::Error parse();
@@ -221,7 +179,9 @@ private:
   llvm::Expected<std::shared_ptr<EntryPoint>>
   compile(EntryKind kind, const FunctionInfo &info, ArrayRef<int64_t> wrt);
 
-  RuntimeImpl &runtime;
+  /// Declared first: the context must outlive the module.
+  std::shared_ptr<RuntimeState> state;
+  RuntimeState &runtime() { return *state; }
   std::string source;
   std::string bufferName;
   llvm::SourceMgr sourceMgr;
@@ -231,17 +191,17 @@ private:
   llvm::StringMap<size_t> functionIndex;
 };
 
-class RuntimeImpl : public Runtime {
+/// What a runtime owns: the context, the cache and the options. Programs
+/// share it, so a program (and its module) outlives its Runtime object if
+/// need be.
+class RuntimeState : public std::enable_shared_from_this<RuntimeState> {
 public:
-  explicit RuntimeImpl(RuntimeOptions options);
+  explicit RuntimeState(RuntimeOptions options);
+  ~RuntimeState();
 
-  llvm::Expected<std::shared_ptr<Program>>
-  parse(StringRef source, StringRef bufferName) override;
-  llvm::Expected<std::shared_ptr<Program>>
-  parseFile(StringRef path) override;
-  llvm::Expected<std::shared_ptr<Program>> fromModule(ModuleOp module) override;
-  size_t getNumCompilations() const override;
-  void clearCache() override;
+  llvm::Expected<std::shared_ptr<Program>> parse(StringRef source,
+                                                 StringRef bufferName);
+  void clearCache();
 
   /// Lowers `module` (which holds the entry function `entryName`) and
   /// JIT-compiles it. Called with the lock held.
@@ -250,14 +210,35 @@ public:
               DiagnosticCollector &diagnostics, StringRef what);
 
   MLIRContext &getContext() { return context; }
+  /// Guards the context, the cache and the programs' source managers.
   std::mutex mutex;
   llvm::StringMap<std::shared_ptr<EntryPoint>> cache;
-  size_t compilations = 0;
+  std::atomic<size_t> compilations = 0;
 
 private:
   RuntimeOptions options;
-  DialectRegistry registry;
+  /// dlopen handles of options.sharedLibraries, to check symbols before
+  /// the JIT looks for them.
+  std::vector<void *> libraries;
   MLIRContext context;
+};
+
+class RuntimeImpl : public Runtime {
+public:
+  explicit RuntimeImpl(RuntimeOptions options)
+      : state(std::make_shared<RuntimeState>(std::move(options))) {}
+
+  llvm::Expected<std::shared_ptr<Program>>
+  parse(StringRef source, StringRef bufferName) override {
+    return state->parse(source, bufferName);
+  }
+  llvm::Expected<std::shared_ptr<Program>> parseFile(StringRef path) override;
+  llvm::Expected<std::shared_ptr<Program>> fromModule(ModuleOp module) override;
+  size_t getNumCompilations() const override { return state->compilations; }
+  void clearCache() override { state->clearCache(); }
+
+private:
+  std::shared_ptr<RuntimeState> state;
 };
 } // namespace
 
@@ -267,7 +248,7 @@ static DialectRegistry makeRegistry() {
   return registry;
 }
 
-RuntimeImpl::RuntimeImpl(RuntimeOptions options)
+RuntimeState::RuntimeState(RuntimeOptions options)
     : options(std::move(options)), context(makeRegistry()) {
   // Diagnostics point at the user's source; the op dump is noise there.
   context.printOpOnDiagnostic(false);
@@ -275,6 +256,11 @@ RuntimeImpl::RuntimeImpl(RuntimeOptions options)
   std::call_once(nativeTarget, [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
+    // LLVM lowers some ops to compiler-runtime calls (__powidf2 for
+    // math.fpowi, __truncdfhf2 for f16). The JIT resolves them in the
+    // process's global scope, where a host such as Python (which loads
+    // extensions with RTLD_LOCAL) may not have put libgcc_s.
+    ::dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_GLOBAL);
   });
   if (this->options.sharedLibraries.empty()) {
     for (StringRef library : {"libmlir_c_runner_utils.so",
@@ -284,6 +270,14 @@ RuntimeImpl::RuntimeImpl(RuntimeOptions options)
         this->options.sharedLibraries.push_back(path);
     }
   }
+  for (const std::string &path : this->options.sharedLibraries)
+    if (void *handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL))
+      libraries.push_back(handle);
+}
+
+RuntimeState::~RuntimeState() {
+  for (void *handle : libraries)
+    ::dlclose(handle);
 }
 
 std::unique_ptr<Runtime> Runtime::create(RuntimeOptions options) {
@@ -291,9 +285,9 @@ std::unique_ptr<Runtime> Runtime::create(RuntimeOptions options) {
 }
 
 llvm::Expected<std::shared_ptr<Program>>
-RuntimeImpl::parse(StringRef source, StringRef bufferName) {
-  auto program =
-      std::make_shared<ProgramImpl>(*this, source.str(), bufferName.str());
+RuntimeState::parse(StringRef source, StringRef bufferName) {
+  auto program = std::make_shared<ProgramImpl>(shared_from_this(),
+                                               source.str(), bufferName.str());
   if (llvm::Error error = program->parse())
     return std::move(error);
   return program;
@@ -317,9 +311,7 @@ RuntimeImpl::fromModule(ModuleOp module) {
   return parse(text, "<module>");
 }
 
-size_t RuntimeImpl::getNumCompilations() const { return compilations; }
-
-void RuntimeImpl::clearCache() {
+void RuntimeState::clearCache() {
   std::lock_guard<std::mutex> lock(mutex);
   SmallVector<std::string> unused;
   for (auto &entry : cache)
@@ -330,14 +322,17 @@ void RuntimeImpl::clearCache() {
 }
 
 llvm::Error ProgramImpl::parse() {
-  std::lock_guard<std::mutex> lock(runtime.mutex);
-  MLIRContext &context = runtime.getContext();
+  std::lock_guard<std::mutex> lock(runtime().mutex);
+  MLIRContext &context = runtime().getContext();
   sourceMgr.AddNewSourceBuffer(
       llvm::MemoryBuffer::getMemBufferCopy(source, bufferName), llvm::SMLoc());
   DiagnosticCollector diagnostics(context, sourceMgr);
-  module = parseSourceFile<ModuleOp>(sourceMgr, ParserConfig(&context));
+  module = parseSourceFile<ModuleOp>(
+      sourceMgr, ParserConfig(&context, /*verifyAfterParse=*/false));
   if (!module)
     return diagnostics.takeError("cannot parse " + bufferName);
+  if (failed(verify(*module)))
+    return diagnostics.takeError(bufferName + " is not a valid module");
   for (auto func : module->getOps<func::FuncOp>()) {
     if (func.isExternal())
       continue;
@@ -384,19 +379,6 @@ ProgramImpl::getDifferentiableArguments(StringRef name) const {
   return (*info)->differentiable;
 }
 
-static StringRef getEntryKindName(EntryKind kind) {
-  switch (kind) {
-  case EntryKind::Call:
-    return "call";
-  case EntryKind::Grad:
-    return "grad";
-  case EntryKind::ValueAndGrad:
-    return "value_and_grad";
-  case EntryKind::Vjp:
-    return "vjp";
-  }
-  llvm_unreachable("unknown entry kind");
-}
 
 llvm::Expected<std::vector<int64_t>>
 ProgramImpl::checkWrt(EntryKind kind, const FunctionInfo &info,
@@ -404,11 +386,18 @@ ProgramImpl::checkWrt(EntryKind kind, const FunctionInfo &info,
   if (kind == EntryKind::Call)
     return std::vector<int64_t>();
   std::string what = (getEntryKindName(kind) + " of @" + info.name).str();
+  // The ad ops differentiate values: memrefs are the caller's memory.
+  auto isMemRef = [](const ValueType &type) {
+    return type.shaped && !type.tensor;
+  };
+  if (llvm::any_of(info.signature.inputs, isMemRef) ||
+      llvm::any_of(info.signature.results, isMemRef))
+    return makeError(ErrorKind::Value,
+                     what + ": functions with memref arguments or results "
+                            "cannot be differentiated; use tensors");
   if (kind == EntryKind::Grad || kind == EntryKind::ValueAndGrad) {
     const std::vector<ValueType> &results = info.signature.results;
-    int numFloat = llvm::count_if(
-        results, [](const ValueType &type) { return type.isFloat(); });
-    if (numFloat != 1 || results.front().getRank() != 0 ||
+    if (results.size() != 1 || results.front().getRank() != 0 ||
         !results.front().isFloat()) {
       std::string types;
       llvm::raw_string_ostream os(types);
@@ -466,176 +455,38 @@ ProgramImpl::getEntryPoint(EntryKind kind, StringRef name,
   if (!positions)
     return positions.takeError();
 
+  // Each field with its length: names and sources may hold any character.
   std::string key;
   llvm::raw_string_ostream os(key);
-  os << getEntryKindName(kind) << "\n" << name << "\n";
+  auto field = [&](StringRef text) { os << text.size() << ":" << text; };
+  field(getEntryKindName(kind));
+  field(name);
+  os << positions->size() << ":";
   llvm::interleaveComma(*positions, os);
-  os << "\n" << bufferName << "\n" << source;
+  field(bufferName);
+  field(source);
 
-  std::lock_guard<std::mutex> lock(runtime.mutex);
-  auto cached = runtime.cache.find(key);
-  if (cached != runtime.cache.end())
+  std::lock_guard<std::mutex> lock(runtime().mutex);
+  auto cached = runtime().cache.find(key);
+  if (cached != runtime().cache.end())
     return cached->second;
   llvm::Expected<std::shared_ptr<EntryPoint>> entry =
       compile(kind, info, *positions);
   if (!entry)
     return entry.takeError();
-  ++runtime.compilations;
-  runtime.cache[key] = *entry;
+  ++runtime().compilations;
+  runtime().cache[key] = *entry;
   return *entry;
-}
-
-//===----------------------------------------------------------------------===//
-// Entry functions
-//===----------------------------------------------------------------------===//
-
-/// Prints `types` comma-separated.
-static std::string printTypes(TypeRange types) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  llvm::interleaveComma(types, os, [&](Type type) { os << type; });
-  return text;
-}
-
-/// `%p#0, %p#1, ...` for `count` results of `%p`.
-static std::string resultList(StringRef prefix, size_t count) {
-  std::string text;
-  for (size_t i = 0; i < count; ++i)
-    text += (i ? ", %" : "%") + prefix.str() + "#" + std::to_string(i);
-  return text;
-}
-
-/// `%<prefix>0, %<prefix>1, ...`.
-static std::string argumentList(StringRef prefix, size_t count) {
-  std::string text;
-  for (size_t i = 0; i < count; ++i)
-    text += (i ? ", %" : "%") + prefix.str() + std::to_string(i);
-  return text;
-}
-
-/// The text of the function `entryName` computing `kind` of `callee` with
-/// respect to `wrt`; sets `signature` to its boundary types. Tensor
-/// arguments are read-only, so the caller's buffers survive the call.
-static std::string buildEntrySource(EntryKind kind, func::FuncOp callee,
-                                    ArrayRef<int64_t> wrt, StringRef entryName,
-                                    Signature &signature) {
-  MLIRContext *context = callee.getContext();
-  FunctionType type = callee.getFunctionType();
-  SmallVector<Type> inputs(type.getInputs());
-  SmallVector<Type> floatResults;
-  for (Type result : type.getResults())
-    if (isa<FloatType>(getElementTypeOrSelf(result)))
-      floatResults.push_back(result);
-  SmallVector<Type> gradients;
-  for (int64_t position : wrt)
-    gradients.push_back(type.getInput(position));
-
-  SmallVector<Type> entryInputs(inputs);
-  SmallVector<Type> entryResults;
-  switch (kind) {
-  case EntryKind::Call:
-    entryResults.assign(type.getResults().begin(), type.getResults().end());
-    break;
-  case EntryKind::Grad:
-    entryResults = gradients;
-    break;
-  case EntryKind::ValueAndGrad:
-    entryResults.push_back(type.getResult(0));
-    entryResults.append(gradients);
-    break;
-  case EntryKind::Vjp:
-    entryInputs.append(floatResults);
-    entryResults = gradients;
-    break;
-  }
-  for (Type input : entryInputs)
-    signature.inputs.push_back(*getValueType(input));
-  for (Type result : entryResults)
-    signature.results.push_back(*getValueType(result));
-
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  std::string calleeRef;
-  {
-    llvm::raw_string_ostream refOs(calleeRef);
-    refOs << FlatSymbolRefAttr::get(context, callee.getSymName());
-  }
-  std::string wrtAttr;
-  {
-    llvm::raw_string_ostream wrtOs(wrtAttr);
-    wrtOs << "{wrt = array<i64: ";
-    llvm::interleaveComma(wrt, wrtOs);
-    wrtOs << ">}";
-  }
-  std::string args = argumentList("a", inputs.size());
-  std::string signatureText =
-      "(" + printTypes(inputs) + ") -> (" + printTypes(type.getResults()) + ")";
-
-  os << "func.func @" << entryName << "(";
-  for (auto [index, input] : llvm::enumerate(entryInputs)) {
-    os << (index ? ", " : "")
-       << (index < inputs.size() ? "%a" + std::to_string(index)
-                                 : "%c" + std::to_string(index - inputs.size()))
-       << ": " << input;
-    if (isa<TensorType>(input))
-      os << " {bufferization.writable = false}";
-  }
-  os << ") -> (" << printTypes(entryResults)
-     << ") attributes {llvm.emit_c_interface} {\n";
-  std::string results = "%r:" + std::to_string(entryResults.size()) + " = ";
-  if (entryResults.empty())
-    results.clear();
-  switch (kind) {
-  case EntryKind::Call:
-    os << "  " << results << "func.call " << calleeRef << "(" << args
-       << ") : " << signatureText << "\n";
-    break;
-  case EntryKind::Grad:
-  case EntryKind::ValueAndGrad:
-    os << "  " << results
-       << (kind == EntryKind::Grad ? "ad.grad " : "ad.value_and_grad ")
-       << calleeRef << "(" << args << ") " << wrtAttr << " : ("
-       << printTypes(inputs) << ") -> (" << printTypes(entryResults)
-       << ")\n";
-    break;
-  case EntryKind::Vjp: {
-    std::string pullback = "!ad.pullback<(" + printTypes(floatResults) +
-                           ") -> (" + printTypes(gradients) + ")>";
-    size_t numResults = type.getNumResults();
-    os << "  %y:" << numResults + 1 << " = ad.forward " << calleeRef << "("
-       << args << ") " << wrtAttr << " : (" << printTypes(inputs) << ") -> ("
-       << printTypes(type.getResults()) << (numResults ? ", " : "")
-       << pullback << ")\n";
-    os << "  " << results << "ad.pullback %y#" << numResults << "("
-       << argumentList("c", floatResults.size()) << ") : " << pullback
-       << "\n";
-    break;
-  }
-  }
-  os << "  return";
-  if (!entryResults.empty())
-    os << " " << resultList("r", entryResults.size()) << " : "
-       << printTypes(entryResults);
-  os << "\n}\n";
-  return text;
-}
-
-/// A symbol name no function of `module` has.
-static std::string getFreshEntryName(ModuleOp module) {
-  SymbolTable symbols(module);
-  std::string name = "__mlir_ad_entry";
-  for (unsigned suffix = 0; symbols.lookup(name); ++suffix)
-    name = "__mlir_ad_entry_" + std::to_string(suffix);
-  return name;
 }
 
 llvm::Expected<std::shared_ptr<EntryPoint>>
 ProgramImpl::compile(EntryKind kind, const FunctionInfo &info,
                      ArrayRef<int64_t> wrt) {
-  MLIRContext &context = runtime.getContext();
+  MLIRContext &context = runtime().getContext();
   DiagnosticCollector diagnostics(context, sourceMgr);
   OwningOpRef<ModuleOp> copy = module->clone();
-  auto callee = copy->lookupSymbol<func::FuncOp>(info.name);
+  std::string calleeName = prepareForJit(*copy, info.name);
+  auto callee = copy->lookupSymbol<func::FuncOp>(calleeName);
   std::string entryName = getFreshEntryName(*copy);
   Signature signature;
   std::string entrySource =
@@ -656,18 +507,29 @@ ProgramImpl::compile(EntryKind kind, const FunctionInfo &info,
   std::string what = (getEntryKindName(kind) + " of @" + info.name).str();
   if (failed(verify(*copy)))
     return diagnostics.takeError("cannot build " + what);
-  return runtime.lowerAndJit(*copy, entryName, std::move(signature),
+  return runtime().lowerAndJit(*copy, entryName, std::move(signature),
                              diagnostics, what);
 }
 
 llvm::Expected<std::shared_ptr<EntryPoint>>
-RuntimeImpl::lowerAndJit(ModuleOp module, StringRef entryName,
+RuntimeState::lowerAndJit(ModuleOp module, StringRef entryName,
                          Signature signature,
                          DiagnosticCollector &diagnostics, StringRef what) {
   PassManager pm(&context, ModuleOp::getOperationName());
   ad::buildLowerToLLVMPipeline(pm);
   if (failed(pm.run(module)))
     return diagnostics.takeError("cannot compile " + what);
+  std::vector<std::string> unresolved =
+      findUnresolvedFunctions(module, libraries);
+  if (!unresolved.empty()) {
+    std::string names;
+    for (const std::string &name : unresolved)
+      names += (names.empty() ? "@" : ", @") + name;
+    return makeError(ErrorKind::Compile,
+                     "cannot compile " + what + ": it calls " + names +
+                         ", which has no body in the module and which the "
+                         "process and the runtime libraries do not define");
+  }
 
   llvm::Expected<llvm::orc::JITTargetMachineBuilder> machineBuilder =
       llvm::orc::JITTargetMachineBuilder::detectHost();
@@ -703,6 +565,8 @@ RuntimeImpl::lowerAndJit(ModuleOp module, StringRef entryName,
     auto [kind, message] = takeError(std::move(error));
     return makeError(kind, message + "\n" + llvm::toString(engine.takeError()));
   }
+  registerMissingBuiltins(**engine);
+  registerRuntimeCheckHandlers(**engine);
   llvm::Expected<void (*)(void **)> packed =
       (*engine)->lookupPacked(("_mlir_ciface_" + entryName).str());
   if (!packed)

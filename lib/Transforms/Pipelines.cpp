@@ -51,6 +51,11 @@ static void addLLVMConversion(OpPassManager &pm) {
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  // math.ipowi has no LLVM intrinsic: a generated function computes it.
+  // math.fpowi keeps the intrinsic (__powidf2).
+  ConvertMathToFuncsOptions mathToFuncs;
+  mathToFuncs.minWidthOfFPowIExponent = 65;
+  pm.addPass(createConvertMathToFuncs(mathToFuncs));
   math::MathExtendToSupportedTypesOptions extend;
   extend.extraTypeStrs = {"f32"};
   pm.addNestedPass<func::FuncOp>(math::createMathExtendToSupportedTypes(extend));
@@ -59,6 +64,8 @@ static void addLLVMConversion(OpPassManager &pm) {
   pm.addNestedPass<func::FuncOp>(arith::createArithExpandOpsPass());
   pm.addPass(ad::createADLegalizeForLLVMPass());
   pm.addPass(createConvertVectorToLLVMPass());
+  // Run-time shape checks (the JIT runtime adds them) use the index dialect.
+  pm.addPass(createConvertIndexToLLVMPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());

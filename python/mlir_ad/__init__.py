@@ -16,6 +16,7 @@ and set of differentiated arguments, with ``ad-lower-to-llvm`` and LLVM at
 -O3, and cached; dynamic dimensions do not cause recompilation.
 """
 
+import operator
 import os
 
 from . import _mlir_ad
@@ -115,7 +116,10 @@ class Function:
         return _unpack(self._call(*args))
 
     def __repr__(self):
-        inputs, results = self.signature
+        try:
+            inputs, results = self.signature
+        except ValueError:  # a type the runtime cannot pass
+            return f"<mlir_ad.Function @{self.name}>"
         return (f"<mlir_ad.Function @{self.name}: ({', '.join(inputs)}) -> "
                 f"({', '.join(results)})>")
 
@@ -126,10 +130,13 @@ def compile(source):
     Raises CompileError with the MLIR diagnostics (and their locations) when
     the module does not parse or verify.
     """
-    if isinstance(source, os.PathLike) or (
-            isinstance(source, str) and "\n" not in source and
-            "{" not in source and os.path.isfile(source)):
+    looks_like_path = (isinstance(source, str) and "\n" not in source and
+                       "{" not in source and
+                       (source.endswith(".mlir") or os.sep in source))
+    if isinstance(source, os.PathLike) or looks_like_path:
         path = os.fspath(source)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"no MLIR file at {path}")
         with open(path) as f:
             text = f.read()
         return Module(_mlir_ad.parse(text, path), path)
@@ -146,20 +153,23 @@ def _function(fun, what):
     return fun
 
 
+def _position(p):
+    """An argument position: an int or a numpy integer, never a bool."""
+    if isinstance(p, bool) or type(p).__name__ == "bool_":
+        raise TypeError(f"wrt must hold ints, got {p!r}")
+    try:
+        return operator.index(p)
+    except TypeError:
+        raise TypeError(f"wrt must hold ints, got {p!r}") from None
+
+
 def _normalize_wrt(fun, wrt):
     """(positions, single): sorted positions, and whether one was asked for."""
     if wrt is None:
         return tuple(), False
-    if isinstance(wrt, int) and not isinstance(wrt, bool):
-        return (wrt,), True
-    try:
-        positions = tuple(wrt)
-    except TypeError:
-        raise TypeError("wrt must be an int or a sequence of ints, got "
-                        f"{type(wrt).__name__}") from None
-    for p in positions:
-        if not isinstance(p, int) or isinstance(p, bool):
-            raise TypeError(f"wrt must hold ints, got {p!r}")
+    if getattr(wrt, "ndim", None) == 0 or not hasattr(wrt, "__iter__"):
+        return (_position(wrt),), True
+    positions = tuple(_position(p) for p in wrt)
     if not positions:
         raise ValueError("wrt is empty: name at least one argument")
     return tuple(sorted(positions)), False
@@ -219,7 +229,9 @@ def vjp(fun, wrt=None):
 
     def forward(*args):
         results = call(*args)
-        saved = tuple(args)
+        # The pullback differentiates at these arguments even if the caller
+        # changes its arrays later.
+        saved = tuple(_snapshot(a) for a in args)
 
         def pullback(*cotangents):
             if len(cotangents) != len(float_results):
@@ -235,6 +247,15 @@ def vjp(fun, wrt=None):
 
     forward.__name__ = f"vjp_{fun.name}"
     return forward
+
+
+def _snapshot(value):
+    """A private copy of a mutable argument (arrays, lists); numbers as is."""
+    import numpy as np
+
+    if isinstance(value, (int, float, complex, bool)):
+        return value
+    return np.array(value, copy=True)
 
 
 def _check_cotangent(name, n, i, result, cotangent):

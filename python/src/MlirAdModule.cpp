@@ -106,6 +106,22 @@ std::string describeObject(py::handle object) {
   return "a " + std::string(py::str(object.get_type().attr("__name__")));
 }
 
+/// The values an integer element kind holds (i1: 0 and 1).
+std::pair<long long, long long> getIntegerRange(ElementKind kind) {
+  switch (kind) {
+  case ElementKind::I1:
+    return {0, 1};
+  case ElementKind::I8:
+    return {INT8_MIN, INT8_MAX};
+  case ElementKind::I16:
+    return {INT16_MIN, INT16_MAX};
+  case ElementKind::I32:
+    return {INT32_MIN, INT32_MAX};
+  default:
+    return {INT64_MIN, INT64_MAX};
+  }
+}
+
 /// Converts a Python number to a scalar argument of `type`.
 Argument toScalar(py::handle object, const ValueType &type, size_t index) {
   auto fail = [&]() -> Argument {
@@ -140,64 +156,86 @@ Argument toScalar(py::handle object, const ValueType &type, size_t index) {
     return arg;
   }
   // Integers: Python ints, numpy integers and bools; never a float.
+  if (type.element == ElementKind::I1 &&
+      (py::isinstance<py::bool_>(object) ||
+       py::isinstance(object, py::module_::import("numpy").attr("bool_"))))
+    return Argument::ofI64(object.cast<bool>(), type.element);
   PyObject *integer = PyNumber_Index(object.ptr());
   if (!integer) {
     PyErr_Clear();
     return fail();
   }
-  long long value = PyLong_AsLongLong(integer);
+  int overflow = 0;
+  long long value = PyLong_AsLongLongAndOverflow(integer, &overflow);
   Py_DECREF(integer);
-  if (value == -1 && PyErr_Occurred()) {
-    PyErr_Clear();
-    throw py::value_error("argument " + std::to_string(index) +
-                          ": integer out of range for " + type.str());
-  }
+  auto [lowest, highest] = getIntegerRange(type.element);
+  if (overflow || value < lowest || value > highest)
+    throw py::value_error("argument " + std::to_string(index) + ": " +
+                          std::string(py::str(object)) +
+                          " is out of range for " + type.str());
   return Argument::ofI64(value, type.element);
 }
 
-/// Converts `object` to a buffer argument of `type`. Contiguous arrays of the
-/// right dtype are borrowed; other arrays of that dtype and non-arrays
-/// (lists, numbers) are converted into a copy that `keepAlive` holds.
+/// Converts `object` to a buffer argument of `type`. For tensors, aligned
+/// C-contiguous arrays of the right dtype are borrowed (never written);
+/// other arrays of that dtype and non-arrays (lists, numbers) are converted
+/// into a copy that `keepAlive` holds. A memref is the caller's memory the
+/// function may write: it must be a writeable aligned C-contiguous array of
+/// the right dtype, since writes into a copy would be lost.
 Argument toBuffer(py::handle object, const ValueType &type, size_t index,
                   std::vector<py::object> &keepAlive) {
+  std::string what = "argument " + std::to_string(index);
   std::optional<py::dtype> dtype = getDtype(type.element);
   if (!dtype)
-    throw py::type_error("argument " + std::to_string(index) + " has type " +
-                         type.str() +
+    throw py::type_error(what + " has type " + type.str() +
                          ", which numpy cannot hold (no bfloat16 dtype)");
+  std::string dtypeName = py::str(*dtype);
   py::array array;
   if (py::isinstance<py::array>(object)) {
     array = py::reinterpret_borrow<py::array>(object);
-    if (!array.dtype().is(*dtype) && !array.dtype().equal(*dtype))
-      throw py::type_error("argument " + std::to_string(index) +
-                           ": expected a " + std::string(py::str(*dtype)) +
-                           " array (" + type.str() + "), got " +
-                           describeObject(object) + "; convert it with "
-                           ".astype(numpy." +
-                           std::string(py::str(*dtype)) + ")");
-    if (!(array.flags() & py::array::c_style)) {
-      array = py::array::ensure(array, py::array::c_style);
-      keepAlive.push_back(array);
+    if (!array.dtype().equal(*dtype))
+      throw py::type_error(what + ": expected a " + dtypeName + " array (" +
+                           type.str() + "), got " + describeObject(object) +
+                           "; convert it with .astype(numpy." + dtypeName +
+                           ")");
+  } else if (type.tensor) {
+    if (py::isinstance<py::str>(object) || object.is_none())
+      throw py::type_error(what + ": expected an array (" + type.str() +
+                           "), got " + describeObject(object));
+    try {
+      array = py::module_::import("numpy").attr("asarray")(object, *dtype);
+    } catch (py::error_already_set &) {
+      throw py::type_error(what + ": cannot convert " +
+                           describeObject(object) + " to " + type.str());
     }
   } else {
-    if (py::isinstance<py::str>(object) || object.is_none())
-      throw py::type_error("argument " + std::to_string(index) +
-                           ": expected an array (" + type.str() + "), got " +
-                           describeObject(object));
-    py::module_ numpy = py::module_::import("numpy");
-    py::object converted;
-    try {
-      converted = numpy.attr("ascontiguousarray")(object, *dtype);
-    } catch (py::error_already_set &) {
-      throw py::type_error("argument " + std::to_string(index) +
-                           ": cannot convert " + describeObject(object) +
-                           " to " + type.str());
-    }
-    array = py::reinterpret_borrow<py::array>(converted);
-    keepAlive.push_back(converted);
+    throw py::type_error(what + ": expected a writeable " + dtypeName +
+                         " array (" + type.str() + "), got " +
+                         describeObject(object));
   }
+  if (array.ndim() != type.getRank())
+    throw py::value_error(what + ": expected " + type.str() + " (rank " +
+                          std::to_string(type.getRank()) + "), got " +
+                          describeObject(array));
+  bool usable = (array.flags() & py::array::c_style) &&
+                (array.flags() & py::detail::npy_api::NPY_ARRAY_ALIGNED_);
+  if (!type.tensor) {
+    if (!usable || !array.writeable())
+      throw py::value_error(what + " is a memref the function may write: "
+                            "pass a writeable, aligned, C-contiguous array "
+                            "(a copy would lose the writes)");
+  } else if (!usable) {
+    // A fresh array is C-contiguous and aligned.
+    array = py::module_::import("numpy").attr("array")(
+        array, py::arg("copy") = true, py::arg("order") = "C");
+  }
+  if (!array.is(object))
+    keepAlive.push_back(array);
   std::vector<int64_t> sizes(array.shape(), array.shape() + array.ndim());
-  return Argument::ofBuffer(type.element, array.mutable_data(), sizes);
+  // Tensor arguments are read-only in the compiled code (they are marked
+  // bufferization.writable = false), so read-only arrays are fine.
+  return Argument::ofBuffer(type.element, const_cast<void *>(array.data()),
+                            sizes);
 }
 
 /// A result as a Python number or a numpy array owning its buffer.

@@ -284,7 +284,57 @@ static int testRuntime(void) {
   // CHECK: differentiation error: kind 0: cannot compile grad of @h:
   // CHECK: norule.mlir:5:8: error: no derivative rule for 'arith.bitcast'
   mlirADProgramDestroy(noRule);
+
+  // A vjp checks each cotangent's dynamic sizes against its result's.
+  MlirADProgram sines = mlirADRuntimeParse(
+      runtime,
+      mlirStringRefCreateFromCString(
+          "func.func @s(%x: tensor<?xf64>) -> tensor<?xf64> {\n"
+          "  %y = math.sin %x : tensor<?xf64>\n"
+          "  return %y : tensor<?xf64>\n}\n"),
+      mlirStringRefCreateFromCString("sines.mlir"), &error);
+  // The runtime handle may go first: the program keeps what it needs.
   mlirADRuntimeDestroy(runtime);
+  MlirADEntryPoint vjp = mlirADProgramGetEntryPoint(
+      sines, MlirADEntryVjp, mlirStringRefCreateFromCString("s"), NULL, 0,
+      &error);
+  mlirADProgramDestroy(sines);
+  if (!vjp.ptr) {
+    printError("vjp", error);
+    return 1;
+  }
+  double ones[3] = {1, 1, 1};
+  int64_t three[1] = {3}, two[1] = {2};
+  MlirADValue shortCotangent[2] = {bufferF64(x, three, 1),
+                                   bufferF64(ones, two, 1)};
+  if (!mlirADEntryPointCall(vjp, shortCotangent, 2, &error).ptr)
+    printError("short cotangent", error);
+  // CHECK: short cotangent: kind 2: a runtime check of the compiled code failed
+  // CHECK-NEXT: cotangent 0 differs from result 0 in dimension 0
+  MlirADValue goodCotangent[2] = {bufferF64(x, three, 1),
+                                  bufferF64(ones, three, 1)};
+  results = mlirADEntryPointCall(vjp, goodCotangent, 2, &error);
+  if (!results.ptr) {
+    printError("vjp call", error);
+    return 1;
+  }
+  MlirADValue cosines = mlirADResultsGet(results, 0);
+  printf("vjp = cos(x): %s\n",
+         fabs(((double *)cosines.data)[2] - cos(x[2])) < 1e-15 ? "yes" : "no");
+  // CHECK: vjp = cos(x): yes
+  mlirADResultsDestroy(results);
+
+  // Malformed values are errors, not crashes.
+  MlirADValue bad[2] = {bufferF64(x, three, 1), bufferF64(ones, three, 1)};
+  bad[1].element = (MlirADElementKind)42;
+  if (!mlirADEntryPointCall(vjp, bad, 2, &error).ptr)
+    printError("bad element", error);
+  // CHECK: bad element: kind 1: argument 1 has an unknown element kind 42
+  bad[1] = bufferF64(ones, NULL, 1);
+  if (!mlirADEntryPointCall(vjp, bad, 2, &error).ptr)
+    printError("no sizes", error);
+  // CHECK: no sizes: kind 2: argument 1 has a rank but no sizes
+  mlirADEntryPointDestroy(vjp);
   return 0;
 }
 
