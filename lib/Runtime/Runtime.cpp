@@ -242,14 +242,16 @@ private:
 };
 } // namespace
 
-static DialectRegistry makeRegistry() {
+static DialectRegistry makeRegistry(const RuntimeOptions &options) {
   DialectRegistry registry;
   registerRuntimeDialects(registry);
+  if (options.registerDialects)
+    options.registerDialects(registry);
   return registry;
 }
 
 RuntimeState::RuntimeState(RuntimeOptions options)
-    : options(std::move(options)), context(makeRegistry()) {
+    : options(std::move(options)), context(makeRegistry(this->options)) {
   // Diagnostics point at the user's source; the op dump is noise there.
   context.printOpOnDiagnostic(false);
   static std::once_flag nativeTarget;
@@ -516,7 +518,10 @@ RuntimeState::lowerAndJit(ModuleOp module, StringRef entryName,
                          Signature signature,
                          DiagnosticCollector &diagnostics, StringRef what) {
   PassManager pm(&context, ModuleOp::getOperationName());
-  ad::buildLowerToLLVMPipeline(pm);
+  if (options.buildPipeline)
+    options.buildPipeline(pm);
+  else
+    ad::buildLowerToLLVMPipeline(pm);
   if (failed(pm.run(module)))
     return diagnostics.takeError("cannot compile " + what);
   std::vector<std::string> unresolved =

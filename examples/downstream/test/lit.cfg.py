@@ -8,7 +8,7 @@ from lit.llvm import llvm_config
 
 config.name = "MLIR-AD downstream example"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
-config.suffixes = [".mlir"]
+config.suffixes = [".mlir", ".test"]
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.ds_obj_root, "test")
@@ -28,6 +28,6 @@ config.substitutions.append(
 )
 
 llvm_config.add_tool_substitutions(
-    ["ds-opt", "mlir-runner", "FileCheck"],
+    ["ds-opt", "ds-jit", "mlir-runner", "FileCheck"],
     [config.ds_tools_dir, config.llvm_tools_dir],
 )

@@ -21,6 +21,7 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,7 @@ namespace mlir {
 class DialectRegistry;
 class MLIRContext;
 class ModuleOp;
+class OpPassManager;
 } // namespace mlir
 
 namespace mlir::ad::runtime {
@@ -244,6 +246,13 @@ struct RuntimeOptions {
   /// utility libraries from the MLIR installation this was built against,
   /// when they exist.
   std::vector<std::string> sharedLibraries;
+  /// A compiler embedding the runtime adds its own dialects, their rules
+  /// and interfaces to the context here (after the runtime's own).
+  std::function<void(mlir::DialectRegistry &)> registerDialects;
+  /// Builds the lowering of a module with ad ops to the LLVM dialect, run on
+  /// builtin.module. Default: ad::buildLowerToLLVMPipeline. A compiler with
+  /// ops of its own differentiates first, lowers its ops, then calls that.
+  std::function<void(mlir::OpPassManager &)> buildPipeline;
 };
 
 /// Owns an MLIRContext with every upstream dialect, the ad dialect and its
