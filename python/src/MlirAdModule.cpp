@@ -184,44 +184,45 @@ Argument toScalar(py::handle object, const ValueType &type, size_t index) {
 /// the right dtype, since writes into a copy would be lost.
 Argument toBuffer(py::handle object, const ValueType &type, size_t index,
                   std::vector<py::object> &keepAlive) {
-  std::string what = "argument " + std::to_string(index);
+  // Messages are built on the error paths only: this runs on every call.
+  auto what = [&] { return "argument " + std::to_string(index); };
   std::optional<py::dtype> dtype = getDtype(type.element);
   if (!dtype)
-    throw py::type_error(what + " has type " + type.str() +
+    throw py::type_error(what() + " has type " + type.str() +
                          ", which numpy cannot hold (no bfloat16 dtype)");
-  std::string dtypeName = py::str(*dtype);
+  auto dtypeName = [&] { return std::string(py::str(*dtype)); };
   py::array array;
   if (py::isinstance<py::array>(object)) {
     array = py::reinterpret_borrow<py::array>(object);
     if (!array.dtype().equal(*dtype))
-      throw py::type_error(what + ": expected a " + dtypeName + " array (" +
+      throw py::type_error(what() + ": expected a " + dtypeName() + " array (" +
                            type.str() + "), got " + describeObject(object) +
-                           "; convert it with .astype(numpy." + dtypeName +
+                           "; convert it with .astype(numpy." + dtypeName() +
                            ")");
   } else if (type.tensor) {
     if (py::isinstance<py::str>(object) || object.is_none())
-      throw py::type_error(what + ": expected an array (" + type.str() +
+      throw py::type_error(what() + ": expected an array (" + type.str() +
                            "), got " + describeObject(object));
     try {
       array = py::module_::import("numpy").attr("asarray")(object, *dtype);
     } catch (py::error_already_set &) {
-      throw py::type_error(what + ": cannot convert " +
+      throw py::type_error(what() + ": cannot convert " +
                            describeObject(object) + " to " + type.str());
     }
   } else {
-    throw py::type_error(what + ": expected a writeable " + dtypeName +
+    throw py::type_error(what() + ": expected a writeable " + dtypeName() +
                          " array (" + type.str() + "), got " +
                          describeObject(object));
   }
   if (array.ndim() != type.getRank())
-    throw py::value_error(what + ": expected " + type.str() + " (rank " +
+    throw py::value_error(what() + ": expected " + type.str() + " (rank " +
                           std::to_string(type.getRank()) + "), got " +
                           describeObject(array));
   bool usable = (array.flags() & py::array::c_style) &&
                 (array.flags() & py::detail::npy_api::NPY_ARRAY_ALIGNED_);
   if (!type.tensor) {
     if (!usable || !array.writeable())
-      throw py::value_error(what + " is a memref the function may write: "
+      throw py::value_error(what() + " is a memref the function may write: "
                             "pass a writeable, aligned, C-contiguous array "
                             "(a copy would lose the writes)");
   } else if (!usable) {

@@ -32,3 +32,20 @@ def test_fit_spring_example_decreases_loss():
     assert all(b < a for a, b in zip(losses, losses[1:])), out
     k, c = map(float, re.search(r"fitted k = ([0-9.]+).*c = ([0-9.]+)", out).groups())
     assert abs(k - 4.0) < 0.05 and abs(c - 0.5) < 0.05, out
+
+
+def test_readme_cpp_snippets_are_the_tested_files():
+    """Each block of "Use from C++" introduced by "From [path](path):" is a
+    verbatim part of that file, which the downstream build compiles and
+    tests (scripts/test-downstream.sh)."""
+    section = readme_section("Use from C++")
+    quoted = re.findall(r"\[([\w./-]+)\]\([^)]*\):\n\n```[\w+]+\n(.*?)```", section, re.S)
+    assert len(quoted) >= 6, "the C++ section lost its quoted snippets"
+    for path, block in quoted:
+        with open(os.path.join(ROOT, path)) as f:
+            assert block in f.read(), f"README block differs from {path}"
+    # The second ds-jit block follows "from the same file".
+    jit = re.search(r"from the same file:\n\n```c\+\+\n(.*?)```", section, re.S)
+    assert jit, "the README lost the second ds-jit snippet"
+    with open(os.path.join(ROOT, "examples/downstream/ds-jit/ds-jit.cpp")) as f:
+        assert jit.group(1) in f.read()
