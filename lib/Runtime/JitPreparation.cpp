@@ -10,6 +10,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/AttrTypeSubElements.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/RuntimeVerifiableOpInterface.h"
@@ -34,13 +35,17 @@ static bool isReservedSymbolName(StringRef name) {
 }
 
 /// Checks before each linalg op of `func` that its operands' sizes agree
-/// (a matmul of 50x40 by 50x40 would read out of bounds); a failed check
-/// aborts, which the runtime turns into an error of the call.
+/// (a matmul of 50x40 by 50x40 would read out of bounds), and before each
+/// tensor element or slice access that it is in bounds (a loop bound one
+/// past the end); a failed check aborts, which the runtime turns into an
+/// error of the call. The adjoint reuses the checked sizes and indices.
 static void addShapeChecks(func::FuncOp func) {
   SmallVector<RuntimeVerifiableOpInterface> ops;
-  func.walk([&](linalg::LinalgOp op) {
-    if (auto verifiable =
-            dyn_cast<RuntimeVerifiableOpInterface>(op.getOperation()))
+  func.walk([&](Operation *op) {
+    if (!isa<linalg::LinalgOp, tensor::ExtractOp, tensor::InsertOp,
+             tensor::ExtractSliceOp, tensor::InsertSliceOp>(op))
+      return;
+    if (auto verifiable = dyn_cast<RuntimeVerifiableOpInterface>(op))
       ops.push_back(verifiable);
   });
   for (RuntimeVerifiableOpInterface op : ops) {

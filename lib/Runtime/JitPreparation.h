@@ -27,8 +27,9 @@ inline constexpr llvm::StringLiteral kRenamedPrefix = "__mlir_ad_user_";
 /// unrelated function with an external callee does not break this entry,
 /// and the JIT compiles less), renames reached functions whose name the C
 /// library or the lowering may use, and adds run-time checks that the
-/// operands of every linalg op have consistent sizes. Returns the new name
-/// of `root`.
+/// operands of every linalg op have consistent sizes and that tensor
+/// element and slice accesses are in bounds. Returns the new name of
+/// `root`.
 std::string prepareForJit(ModuleOp module, StringRef root);
 
 /// Names of the functions the lowered `module` declares but nothing defines:

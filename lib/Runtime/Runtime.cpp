@@ -34,6 +34,7 @@
 #include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/Support/Debug.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
@@ -47,6 +48,8 @@
 #ifndef AD_MLIR_LIBRARY_DIR
 #define AD_MLIR_LIBRARY_DIR ""
 #endif
+
+#define DEBUG_TYPE "ad-runtime"
 
 using namespace mlir;
 using namespace mlir::ad::runtime;
@@ -489,10 +492,14 @@ ProgramImpl::compile(EntryKind kind, const FunctionInfo &info,
   OwningOpRef<ModuleOp> copy = module->clone();
   std::string calleeName = prepareForJit(*copy, info.name);
   auto callee = copy->lookupSymbol<func::FuncOp>(calleeName);
+  assert(callee && "a described function is in every copy of the module");
   std::string entryName = getFreshEntryName(*copy);
   Signature signature;
   std::string entrySource =
       buildEntrySource(kind, callee, wrt, entryName, signature);
+  LLVM_DEBUG(llvm::dbgs() << "entry for " << getEntryKindName(kind) << " of @"
+                          << info.name << ":\n"
+                          << entrySource);
   std::string entryBuffer =
       ("mlir_ad." + getEntryKindName(kind) + "(@" + info.name + ")").str();
   sourceMgr.AddNewSourceBuffer(

@@ -123,9 +123,18 @@ std::pair<long long, long long> getIntegerRange(ElementKind kind) {
 }
 
 /// Converts a Python number to a scalar argument of `type`.
-Argument toScalar(py::handle object, const ValueType &type, size_t index) {
+/// Names a position of an entry's arguments for messages: "argument 2", or
+/// for a vjp's trailing inputs "cotangent 0".
+std::string describePosition(size_t index, size_t numFunctionArgs) {
+  if (index < numFunctionArgs)
+    return "argument " + std::to_string(index);
+  return "cotangent " + std::to_string(index - numFunctionArgs);
+}
+
+Argument toScalar(py::handle object, const ValueType &type,
+                  const std::string &position) {
   auto fail = [&]() -> Argument {
-    throw py::type_error("argument " + std::to_string(index) + ": expected " +
+    throw py::type_error(position + ": expected " +
                          (isFloat(type.element) ? "a number" : "an integer") +
                          " (" + type.str() + "), got " +
                          describeObject(object));
@@ -170,7 +179,7 @@ Argument toScalar(py::handle object, const ValueType &type, size_t index) {
   Py_DECREF(integer);
   auto [lowest, highest] = getIntegerRange(type.element);
   if (overflow || value < lowest || value > highest)
-    throw py::value_error("argument " + std::to_string(index) + ": " +
+    throw py::value_error(position + ": " +
                           std::string(py::str(object)) +
                           " is out of range for " + type.str());
   return Argument::ofI64(value, type.element);
@@ -182,10 +191,11 @@ Argument toScalar(py::handle object, const ValueType &type, size_t index) {
 /// into a copy that `keepAlive` holds. A memref is the caller's memory the
 /// function may write: it must be a writeable aligned C-contiguous array of
 /// the right dtype, since writes into a copy would be lost.
-Argument toBuffer(py::handle object, const ValueType &type, size_t index,
+Argument toBuffer(py::handle object, const ValueType &type,
+                  const std::string &position,
                   std::vector<py::object> &keepAlive) {
   // Messages are built on the error paths only: this runs on every call.
-  auto what = [&] { return "argument " + std::to_string(index); };
+  auto what = [&] { return position; };
   std::optional<py::dtype> dtype = getDtype(type.element);
   if (!dtype)
     throw py::type_error(what() + " has type " + type.str() +
@@ -195,7 +205,7 @@ Argument toBuffer(py::handle object, const ValueType &type, size_t index,
   if (py::isinstance<py::array>(object)) {
     array = py::reinterpret_borrow<py::array>(object);
     if (!array.dtype().equal(*dtype))
-      throw py::type_error(what() + ": expected a " + dtypeName() + " array (" +
+      throw py::type_error(what() + ": expected an array of dtype " + dtypeName() + " (" +
                            type.str() + "), got " + describeObject(object) +
                            "; convert it with .astype(numpy." + dtypeName() +
                            ")");
@@ -281,6 +291,8 @@ struct PyProgram {
 struct PyEntry {
   std::shared_ptr<EntryPoint> entry;
   std::string description;
+  /// The function's own arguments (a vjp's further inputs are cotangents).
+  size_t numFunctionArgs;
 
   py::tuple call(py::args args) const {
     const Signature &signature = entry->getSignature();
@@ -293,8 +305,10 @@ struct PyEntry {
     try {
       for (size_t i = 0; i < args.size(); ++i) {
         const ValueType &type = signature.inputs[i];
-        converted.push_back(type.shaped ? toBuffer(args[i], type, i, keepAlive)
-                                        : toScalar(args[i], type, i));
+        std::string position = describePosition(i, numFunctionArgs);
+        converted.push_back(type.shaped
+                                ? toBuffer(args[i], type, position, keepAlive)
+                                : toScalar(args[i], type, position));
       }
     } catch (py::type_error &e) {
       throw py::type_error(description + ": " + e.what());
@@ -382,7 +396,11 @@ PYBIND11_MODULE(_mlir_ad, m) {
         std::string description = kind == "call"
                                       ? "@" + name
                                       : kind + " of @" + name;
-        return PyEntry{entry, description};
+        size_t numFunctionArgs = entry->getSignature().inputs.size();
+        if (entryKind == EntryKind::Vjp)
+          numFunctionArgs =
+              unwrap(self.program->getFunctionSignature(name)).inputs.size();
+        return PyEntry{entry, description, numFunctionArgs};
       });
 
   py::class_<PyEntry>(m, "Entry")

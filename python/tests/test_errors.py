@@ -469,3 +469,48 @@ def test_differentiating_through_an_external_call(ext):
                        match=r"<source>:5:\d+: error: cannot differentiate this call: "
                              r"'external' has no body"):
         mlir_ad.grad(ext.uses_external)
+
+
+OUT_OF_BOUNDS = """
+func.func @sum(%x: tensor<?xf64>, %n: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %z = arith.constant 0.0 : f64
+  %s = scf.for %i = %c0 to %n step %c1 iter_args(%a = %z) -> f64 {
+    %v = tensor.extract %x[%i] : tensor<?xf64>
+    %q = arith.mulf %v, %v : f64
+    %b = arith.addf %a, %q : f64
+    scf.yield %b : f64
+  }
+  return %s : f64
+}
+"""
+
+
+def test_out_of_bounds_index_is_an_error_not_a_crash():
+    # A loop bound past the end read and wrote outside the buffers (inf,
+    # a gradient missing the term, or a segfault for a large bound).
+    m = mlir_ad.compile(OUT_OF_BOUNDS)
+    x = np.ones(4)
+    assert m.sum(x, 4) == 4.0
+    np.testing.assert_array_equal(mlir_ad.grad(m.sum)(x, 4)[0], 2 * x)
+    for n in (5, 10**8):
+        with pytest.raises(ValueError, match=r"'tensor.extract' at loc\(\"<source>\":7:\d+\): out-of-bounds"):
+            m.sum(x, n)
+        with pytest.raises(ValueError, match="out-of-bounds"):
+            mlir_ad.grad(m.sum)(x, n)
+    # The process and the entry keep working.
+    assert m.sum(x, 3) == 3.0
+
+
+def test_cotangent_errors_name_the_cotangent():
+    m = mlir_ad.compile("""
+func.func @f(%x: tensor<?xf64>, %w: f64) -> (tensor<?xf64>, f64) {
+  %s = math.sin %x : tensor<?xf64>
+  return %s, %w : tensor<?xf64>, f64
+}""")
+    _, pullback = mlir_ad.vjp(m.f)(np.ones(3), 2.0)
+    with pytest.raises(TypeError, match=r"vjp of @f: cotangent 0: expected an array of dtype float64"):
+        pullback(np.ones(3, np.float32), 1.0)
+    with pytest.raises(TypeError, match=r"cotangent 1: expected a number"):
+        pullback(np.ones(3), None)
