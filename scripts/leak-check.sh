@@ -24,6 +24,7 @@ for test in "$root"/test/Integration/*.mlir; do
 done
 # The runtime: compiles and calls entry points, takes and frees results.
 report=$(valgrind --leak-check=full --error-exitcode=3 \
+  --suppressions="$root/scripts/valgrind.supp" \
   "$build/bin/ad-capi-test" 2>&1 >/dev/null) || { echo "$report" | tail -20; status=1; }
 lost=$(echo "$report" | grep -E "(definitely|indirectly) lost:" |
   awk '{gsub(",", "", $4); s += $4} END {print s + 0}')

@@ -10,6 +10,7 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ExecutionEngine/Orc/Mangling.h"
 
 #include <csetjmp>
@@ -29,15 +30,41 @@ static_assert(sizeof(void *) == 8 && sizeof(int64_t) == 8,
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// Where a failed check in the running entry returns to, and what it said.
+/// Where a failed check in the running entry returns to, what it said, and
+/// the blocks the entry allocated and has not freed (freed on a failure:
+/// the frames that would have freed them are skipped).
 struct CheckTrap {
   std::jmp_buf buffer;
   std::string message;
+  llvm::DenseSet<void *> live;
 };
 thread_local CheckTrap *activeTrap = nullptr;
 } // namespace
 
 extern "C" {
+/// The allocation functions of JIT-ed code: tracked while an entry runs.
+static void *adCheckedMalloc(size_t size) {
+  void *block = std::malloc(size);
+  if (activeTrap && block)
+    activeTrap->live.insert(block);
+  return block;
+}
+
+static void adCheckedFree(void *block) {
+  if (activeTrap)
+    activeTrap->live.erase(block);
+  std::free(block);
+}
+
+static void *adCheckedRealloc(void *block, size_t size) {
+  void *moved = std::realloc(block, size);
+  if (activeTrap && moved) {
+    activeTrap->live.erase(block);
+    activeTrap->live.insert(moved);
+  }
+  return moved;
+}
+
 /// `puts` for JIT-ed code: collects a failing check's message.
 static int adCheckPuts(const char *text) {
   if (!activeTrap)
@@ -63,6 +90,14 @@ void mlir::ad::runtime::registerRuntimeCheckHandlers(
                              llvm::JITSymbolFlags::Exported};
     map[interner("abort")] = {llvm::orc::ExecutorAddr::fromPtr(&adCheckAbort),
                               llvm::JITSymbolFlags::Exported};
+    map[interner("malloc")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&adCheckedMalloc),
+        llvm::JITSymbolFlags::Exported};
+    map[interner("free")] = {llvm::orc::ExecutorAddr::fromPtr(&adCheckedFree),
+                             llvm::JITSymbolFlags::Exported};
+    map[interner("realloc")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&adCheckedRealloc),
+        llvm::JITSymbolFlags::Exported};
     return map;
   });
 }
@@ -255,11 +290,14 @@ llvm::Error JitEntryPoint::call(llvm::ArrayRef<Argument> args,
     packedArgs.push_back(resultStruct);
 
   CheckTrap trap;
-  if (!runChecked(packed, packedArgs.data(), trap))
+  if (!runChecked(packed, packedArgs.data(), trap)) {
+    for (void *block : trap.live)
+      std::free(block);
     return makeError(ErrorKind::Value,
                      "a runtime check of the compiled code failed (the "
                      "arguments' shapes do not fit the program):\n" +
                          trap.message);
+  }
 
   size_t first = results.size();
   for (auto [type, offset] :

@@ -34,8 +34,9 @@ struct CallingConvention {
 
 /// Makes failed runtime checks in code JIT-ed by `engine` (cf.assert, which
 /// lowers to puts and abort) return an ErrorKind::Value error from the call
-/// instead of aborting the process. Buffers the failing call allocated are
-/// lost.
+/// instead of aborting the process; the buffers the failing call allocated
+/// (through malloc/realloc, which are tracked while an entry runs) are
+/// freed.
 void registerRuntimeCheckHandlers(mlir::ExecutionEngine &engine);
 
 /// An entry point backed by a JIT-compiled module.

@@ -161,7 +161,8 @@ std::vector<std::string>
 mlir::ad::runtime::findUnresolvedFunctions(ModuleOp module,
                                            ArrayRef<void *> libraries) {
   static const llvm::StringSet<> runtimeProvided = {
-      "__truncdfbf2", "__truncsfbf2", "puts", "abort"};
+      "__truncdfbf2", "__truncsfbf2", "puts", "abort", "malloc", "free",
+      "realloc"};
   std::vector<std::string> missing;
   for (auto func : module.getOps<LLVM::LLVMFuncOp>()) {
     if (!func.isExternal())
