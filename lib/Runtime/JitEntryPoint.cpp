@@ -58,9 +58,11 @@ static void adCheckedFree(void *block) {
 
 static void *adCheckedRealloc(void *block, size_t size) {
   void *moved = std::realloc(block, size);
-  if (activeTrap && moved) {
+  // realloc(p, 0) frees p and may return NULL.
+  if (activeTrap && (moved || size == 0)) {
     activeTrap->live.erase(block);
-    activeTrap->live.insert(moved);
+    if (moved)
+      activeTrap->live.insert(moved);
   }
   return moved;
 }
@@ -294,8 +296,9 @@ llvm::Error JitEntryPoint::call(llvm::ArrayRef<Argument> args,
     for (void *block : trap.live)
       std::free(block);
     return makeError(ErrorKind::Value,
-                     "a runtime check of the compiled code failed (the "
-                     "arguments' shapes do not fit the program):\n" +
+                     "a run-time check of the compiled code failed (the "
+                     "arguments' sizes do not fit the program, or an "
+                     "assertion of the program failed):\n" +
                          trap.message);
   }
 

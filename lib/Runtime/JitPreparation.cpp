@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/AttrTypeSubElements.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/RuntimeVerifiableOpInterface.h"
 
 #include "llvm/ADT/APFloat.h"
@@ -27,41 +28,66 @@
 using namespace mlir;
 using namespace mlir::ad::runtime;
 
-static bool isReservedSymbolName(StringRef name) {
-  if (name.starts_with("_"))
-    return true;
-  std::string terminated = name.str();
-  return ::dlsym(RTLD_DEFAULT, terminated.c_str()) != nullptr;
+/// The message of a failed check of `op`: its name, location and the check.
+static std::string describeFailedCheck(Operation *op, StringRef message) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "'" << op->getName() << "' at " << op->getLoc() << ": " << message;
+  return text;
+}
+
+/// Checks that the slice `insert` writes lies inside its destination:
+/// upstream (LLVM 22) has no run-time check of tensor.insert_slice, so the
+/// check of an extract_slice of the destination at the same offsets, sizes
+/// and strides stands in for it.
+static void addInsertSliceCheck(tensor::InsertSliceOp insert) {
+  OpBuilder builder(insert);
+  auto probe = tensor::ExtractSliceOp::create(
+      builder, insert.getLoc(), insert.getDest(), insert.getMixedOffsets(),
+      insert.getMixedSizes(), insert.getMixedStrides());
+  // As upstream's pass does: the checks go before the op they check.
+  builder.setInsertionPoint(probe);
+  cast<RuntimeVerifiableOpInterface>(probe.getOperation())
+      .generateRuntimeVerification(
+          builder, insert.getLoc(), [&](Operation *, StringRef message) {
+            return describeFailedCheck(insert, message);
+          });
+  // The checks may read the probe's sizes; canonicalization folds those
+  // and erases the probe.
+  if (probe->use_empty())
+    probe.erase();
 }
 
 /// Checks before each linalg op of `func` that its operands' sizes agree
 /// (a matmul of 50x40 by 50x40 would read out of bounds), and before each
-/// tensor element or slice access that it is in bounds (a loop bound one
-/// past the end); a failed check aborts, which the runtime turns into an
-/// error of the call. The adjoint reuses the checked sizes and indices.
+/// tensor element or slice access, cast and dim that it is in bounds (a
+/// loop bound one past the end); a failed check aborts, which the runtime
+/// turns into an error of the call. The adjoint reuses the checked sizes
+/// and indices.
 static void addShapeChecks(func::FuncOp func) {
-  SmallVector<RuntimeVerifiableOpInterface> ops;
+  SmallVector<Operation *> ops;
   func.walk([&](Operation *op) {
-    if (!isa<linalg::LinalgOp, tensor::ExtractOp, tensor::InsertOp,
-             tensor::ExtractSliceOp, tensor::InsertSliceOp>(op))
-      return;
-    if (auto verifiable = dyn_cast<RuntimeVerifiableOpInterface>(op))
-      ops.push_back(verifiable);
+    if (isa<linalg::LinalgOp, tensor::ExtractOp, tensor::InsertOp,
+            tensor::ExtractSliceOp, tensor::InsertSliceOp, tensor::CastOp,
+            tensor::DimOp>(op))
+      ops.push_back(op);
   });
-  for (RuntimeVerifiableOpInterface op : ops) {
+  for (Operation *op : ops) {
+    if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {
+      addInsertSliceCheck(insert);
+      continue;
+    }
+    auto verifiable = dyn_cast<RuntimeVerifiableOpInterface>(op);
+    assert(verifiable && "every op checked has an upstream run-time check");
     OpBuilder builder(op);
-    op.generateRuntimeVerification(
-        builder, op->getLoc(), [](Operation *op, StringRef message) {
-          std::string text;
-          llvm::raw_string_ostream os(text);
-          os << "'" << op->getName() << "' at " << op->getLoc() << ": "
-             << message;
-          return text;
-        });
+    verifiable.generateRuntimeVerification(builder, op->getLoc(),
+                                           describeFailedCheck);
   }
 }
 
-std::string mlir::ad::runtime::prepareForJit(ModuleOp module, StringRef root) {
+/// Erases the functions nothing kept reaches through symbol uses, from
+/// `root` and from every top-level op that is not a function (globals).
+static void pruneUnreachedFunctions(ModuleOp module, StringRef root) {
   SymbolTable symbols(module);
   llvm::DenseSet<Operation *> reached;
   SmallVector<Operation *> worklist;
@@ -70,6 +96,9 @@ std::string mlir::ad::runtime::prepareForJit(ModuleOp module, StringRef root) {
       worklist.push_back(op);
   };
   reach(symbols.lookup(root));
+  for (Operation &op : *module.getBody())
+    if (!isa<FunctionOpInterface>(op))
+      reach(&op);
   while (!worklist.empty()) {
     Operation *op = worklist.pop_back_val();
     op->walk([&](Operation *nested) {
@@ -79,24 +108,25 @@ std::string mlir::ad::runtime::prepareForJit(ModuleOp module, StringRef root) {
         });
     });
   }
-  for (auto func : llvm::make_early_inc_range(module.getOps<func::FuncOp>()))
-    if (!reached.contains(func))
-      func.erase();
-  for (auto func : module.getOps<func::FuncOp>())
-    addShapeChecks(func);
+  for (Operation &op : llvm::make_early_inc_range(*module.getBody()))
+    if (isa<FunctionOpInterface>(op) && !reached.contains(&op))
+      op.erase();
+}
 
+/// Renames every function the module defines (func.func, llvm.func, ...)
+/// with kRenamedPrefix, so that none can take the place of a function of
+/// the C library, the compiler runtime, MLIR's runner libraries or the
+/// runtime's own (`sin`, `malloc`, `memrefCopy`, `abort`) in the JIT-ed
+/// code. Returns the new name of `root`.
+static std::string renameDefinedFunctions(ModuleOp module, StringRef root) {
   llvm::DenseMap<StringAttr, StringAttr> renamed;
   MLIRContext *context = module.getContext();
-  for (auto func : module.getOps<func::FuncOp>()) {
-    if (func.isExternal() || !isReservedSymbolName(func.getSymName()))
+  for (auto func : module.getOps<FunctionOpInterface>()) {
+    if (func.isExternal())
       continue;
-    StringAttr fresh =
-        StringAttr::get(context, kRenamedPrefix + func.getSymName());
-    renamed[func.getSymNameAttr()] = fresh;
+    StringAttr name = SymbolTable::getSymbolName(func);
+    renamed[name] = StringAttr::get(context, kRenamedPrefix + name.getValue());
   }
-  std::string rootName = root.str();
-  if (renamed.empty())
-    return rootName;
   AttrTypeReplacer replacer;
   replacer.addReplacement([&](SymbolRefAttr ref) -> std::optional<Attribute> {
     auto it = renamed.find(ref.getRootReference());
@@ -107,13 +137,20 @@ std::string mlir::ad::runtime::prepareForJit(ModuleOp module, StringRef root) {
   replacer.recursivelyReplaceElementsIn(module, /*replaceAttrs=*/true,
                                         /*replaceLocs=*/false,
                                         /*replaceTypes=*/false);
-  for (auto func : module.getOps<func::FuncOp>()) {
-    auto it = renamed.find(func.getSymNameAttr());
+  for (auto func : module.getOps<FunctionOpInterface>()) {
+    auto it = renamed.find(SymbolTable::getSymbolName(func));
     if (it != renamed.end())
-      func.setSymNameAttr(it->second);
+      SymbolTable::setSymbolName(func, it->second);
   }
   auto it = renamed.find(StringAttr::get(context, root));
-  return it == renamed.end() ? rootName : it->second.str();
+  return it == renamed.end() ? root.str() : it->second.str();
+}
+
+std::string mlir::ad::runtime::prepareForJit(ModuleOp module, StringRef root) {
+  pruneUnreachedFunctions(module, root);
+  for (auto func : module.getOps<func::FuncOp>())
+    addShapeChecks(func);
+  return renameDefinedFunctions(module, root);
 }
 
 /// Rounds `value` to the nearest bfloat16 (ties to even), as bits.
@@ -125,14 +162,17 @@ static uint16_t roundToBFloat16(double value) {
   return (uint16_t)rounded.bitcastToAPInt().getZExtValue();
 }
 
+/// The compiler-runtime signature: bf16 travels in the low 16 bits of
+/// xmm0, like _Float16 (used here because a __bf16 value makes clang emit
+/// the very __truncsfbf2 calls this replaces, at -O1).
 extern "C" {
-static __bf16 adTruncDoubleToBFloat16(double value) {
+static _Float16 adTruncDoubleToBFloat16(double value) {
   uint16_t bits = roundToBFloat16(value);
-  __bf16 result;
+  _Float16 result;
   std::memcpy(&result, &bits, sizeof(result));
   return result;
 }
-static __bf16 adTruncFloatToBFloat16(float value) {
+static _Float16 adTruncFloatToBFloat16(float value) {
   return adTruncDoubleToBFloat16(value);
 }
 }

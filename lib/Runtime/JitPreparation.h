@@ -17,19 +17,18 @@
 
 namespace mlir::ad::runtime {
 
-/// Prefix of user functions renamed because their name is a symbol of the
-/// process (`sin`, `malloc`, ...) or reserved (a leading underscore): in the
-/// JIT-ed module such a definition would replace the C library's for the
-/// lowered code too. Diagnostics drop it again.
+/// Prefix of every function the JIT-ed module defines: a user function
+/// named `sin`, `malloc` or `memrefCopy` would otherwise replace the C
+/// library's (or the runtime's) for the lowered code too. Diagnostics drop
+/// it again.
 inline constexpr llvm::StringLiteral kRenamedPrefix = "__mlir_ad_user_";
 
-/// Erases the functions `root` does not reach through symbol uses (so an
-/// unrelated function with an external callee does not break this entry,
-/// and the JIT compiles less), renames reached functions whose name the C
-/// library or the lowering may use, and adds run-time checks that the
+/// Erases the functions neither `root` nor a global reaches through symbol
+/// uses (so an unrelated function with an external callee does not break
+/// this entry, and the JIT compiles less), adds run-time checks that the
 /// operands of every linalg op have consistent sizes and that tensor
-/// element and slice accesses are in bounds. Returns the new name of
-/// `root`.
+/// element and slice accesses, casts and dims are in bounds, and renames
+/// every defined function (kRenamedPrefix). Returns the new name of `root`.
 std::string prepareForJit(ModuleOp module, StringRef root);
 
 /// Names of the functions the lowered `module` declares but nothing defines:

@@ -227,11 +227,13 @@ def vjp(fun, wrt=None):
     float_results = [i for i, t in enumerate(result_types)
                      if t[0] in ("f16", "bf16", "f32", "f64")]
 
+    input_types = call.input_types
+
     def forward(*args):
         results = call(*args)
         # The pullback differentiates at these arguments even if the caller
-        # changes its arrays later.
-        saved = tuple(_snapshot(a) for a in args)
+        # changes its arrays later (copied with the dtype the call used).
+        saved = tuple(_snapshot(a, t) for a, t in zip(args, input_types))
 
         def pullback(*cotangents):
             if len(cotangents) != len(float_results):
@@ -249,13 +251,20 @@ def vjp(fun, wrt=None):
     return forward
 
 
-def _snapshot(value):
-    """A private copy of a mutable argument (arrays, lists); numbers as is."""
+_NUMPY_DTYPES = {"f16": "float16", "f32": "float32", "f64": "float64",
+                 "i1": "bool", "i8": "int8", "i16": "int16", "i32": "int32",
+                 "i64": "int64", "index": "int64"}
+
+
+def _snapshot(value, input_type):
+    """A private copy of a tensor argument (arrays, lists) in the dtype the
+    call converted it to; scalars as they are."""
     import numpy as np
 
-    if isinstance(value, (int, float, complex, bool)):
+    element, shape, _ = input_type
+    if shape is None or element not in _NUMPY_DTYPES:
         return value
-    return np.array(value, copy=True)
+    return np.array(value, dtype=_NUMPY_DTYPES[element], copy=True)
 
 
 def _check_cotangent(name, n, i, result, cotangent):

@@ -145,7 +145,14 @@ Argument toScalar(py::handle object, const ValueType &type,
   Argument arg;
   arg.element = type.element;
   if (isFloat(type.element)) {
-    if (py::isinstance<py::str>(object) || py::isinstance<py::bytes>(object))
+    // Python floats and ints are the common case: no further checks.
+    bool plain = PyFloat_CheckExact(object.ptr()) ||
+                 PyLong_CheckExact(object.ptr());
+    if (!plain &&
+        (py::isinstance<py::str>(object) || py::isinstance<py::bytes>(object) ||
+         PyComplex_Check(object.ptr()) ||
+         py::isinstance(object, py::module_::import("numpy").attr(
+                                    "complexfloating"))))
       return fail();
     double value = PyFloat_AsDouble(object.ptr());
     if (value == -1.0 && PyErr_Occurred()) {
@@ -213,12 +220,29 @@ Argument toBuffer(py::handle object, const ValueType &type,
     if (py::isinstance<py::str>(object) || object.is_none())
       throw py::type_error(what() + ": expected an array (" + type.str() +
                            "), got " + describeObject(object));
+    py::module_ numpy = py::module_::import("numpy");
     try {
-      array = py::module_::import("numpy").attr("asarray")(object, *dtype);
+      array = numpy.attr("asarray")(object);
     } catch (py::error_already_set &) {
       throw py::type_error(what() + ": cannot convert " +
                            describeObject(object) + " to " + type.str());
     }
+    // Only conversions that keep the values: numbers to floats (rounded),
+    // integers and bools to integers and bools when every value fits
+    // (never strings, complex numbers, or floats truncated to integers).
+    char have = py::str(array.dtype().attr("kind")).cast<std::string>()[0];
+    bool toFloat = isFloat(type.element);
+    if (std::string(toFloat ? "fiub" : "iub").find(have) == std::string::npos)
+      throw py::type_error(what() + ": expected " + type.str() + ", got " +
+                           describeObject(object) + " holding " +
+                           std::string(py::str(array.dtype())) +
+                           " values, which do not convert exactly");
+    py::array converted = numpy.attr("asarray")(array, *dtype);
+    if (!toFloat &&
+        !numpy.attr("array_equal")(converted, array).cast<bool>())
+      throw py::value_error(what() + ": " + describeObject(object) +
+                            " holds values out of range for " + type.str());
+    array = converted;
   } else {
     throw py::type_error(what() + ": expected a writeable " + dtypeName() +
                          " array (" + type.str() + "), got " +

@@ -514,3 +514,57 @@ func.func @f(%x: tensor<?xf64>, %w: f64) -> (tensor<?xf64>, f64) {
         pullback(np.ones(3, np.float32), 1.0)
     with pytest.raises(TypeError, match=r"cotangent 1: expected a number"):
         pullback(np.ones(3), None)
+
+
+def test_insert_slice_out_of_bounds_is_an_error():
+    # Upstream has no run-time check of tensor.insert_slice: writing 10,000
+    # elements at offset 2 of a 4-element tensor corrupted the heap.
+    m = mlir_ad.compile("""
+func.func @ins(%x: tensor<?xf64>, %y: tensor<?xf64>, %o: index) -> tensor<?xf64> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %y, %c0 : tensor<?xf64>
+  %r = tensor.insert_slice %y into %x[%o] [%n] [1] : tensor<?xf64> into tensor<?xf64>
+  return %r : tensor<?xf64>
+}""")
+    np.testing.assert_array_equal(m.ins(np.zeros(4), np.full(2, 7.0), 1), [0, 7, 7, 0])
+    for y, offset in ((np.full(10000, 7.0), 2), (np.full(2, 7.0), 3), (np.full(1, 7.0), -1)):
+        with pytest.raises(ValueError, match=r"'tensor.insert_slice' at loc\(\"<source>\":5:\d+\)"):
+            m.ins(np.zeros(4), y, offset)
+    np.testing.assert_array_equal(m.ins(np.zeros(4), np.full(2, 7.0), 2), [0, 0, 7, 7])
+
+
+def test_cast_to_a_wrong_static_size_is_an_error():
+    m = mlir_ad.compile("""
+func.func @c(%x: tensor<?xf64>) -> f64 {
+  %s = tensor.cast %x : tensor<?xf64> to tensor<5xf64>
+  %c0 = arith.constant 0 : index
+  %v = tensor.extract %s[%c0] : tensor<5xf64>
+  return %v : f64
+}""")
+    assert m.c(np.arange(5.0) + 1) == 1.0
+    with pytest.raises(ValueError, match="tensor.cast"):
+        mlir_ad.grad(m.c)(np.ones(3))
+
+
+def test_non_array_tensor_arguments_convert_only_exactly():
+    m = mlir_ad.compile("""
+func.func @i(%x: tensor<2xi8>) -> tensor<2xi8> { return %x : tensor<2xi8> }
+func.func @s(%x: f64) -> f64 { return %x : f64 }
+func.func @sq(%x: tensor<3xf32>) -> f32 {
+  %c0 = arith.constant 0 : index
+  %v = tensor.extract %x[%c0] : tensor<3xf32>
+  %r = arith.mulf %v, %v : f32
+  return %r : f32
+}""")
+    np.testing.assert_array_equal(m.i([1, -2]), [1, -2])
+    with pytest.raises(TypeError, match="float64 values"):
+        m.i([1.5, 2.7])
+    with pytest.raises(TypeError):
+        m.i(["1", "2"])
+    with pytest.raises(ValueError, match="out of range"):
+        m.i([300, 1])
+    with pytest.raises(TypeError):
+        m.s(np.complex128(1 + 2j))
+    # vjp keeps the list argument in the dtype the call used (f32).
+    _, pullback = mlir_ad.vjp(m.sq)([1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(pullback(np.float32(1.0))[0], [2, 0, 0])

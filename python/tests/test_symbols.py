@@ -71,3 +71,29 @@ def test_function_named_like_a_c_library_function(name):
     assert m.scalar(0.5) == pytest.approx(np.exp(np.sin(0.5)), rel=1e-14)
     assert mlir_ad.grad(m.scalar, wrt=0)(0.5) == pytest.approx(
         np.exp(np.sin(0.5)) * np.cos(0.5), rel=1e-14)
+
+
+def test_user_llvm_functions_and_runner_names_do_not_replace_the_runtimes():
+    # Every defined function is renamed in the JIT-ed module: an llvm.func
+    # @sin used to replace libm's for math.sin, and a func.func @memrefCopy
+    # took the place of the runner library's.
+    m = mlir_ad.compile("""
+llvm.func @sin(%x: f64) -> f64 {
+  %c = llvm.mlir.constant(42.0 : f64) : f64
+  llvm.return %c : f64
+}
+func.func @memrefCopy(%x: f64) -> f64 { return %x : f64 }
+func.func @f(%x: f64, %m: tensor<4x4xf64>) -> f64 {
+  %s = math.sin %x : f64
+  %slice = tensor.extract_slice %m[1, 1] [2, 2] [1, 1] : tensor<4x4xf64> to tensor<2x2xf64>
+  %c0 = arith.constant 0 : index
+  %v = tensor.extract %slice[%c0, %c0] : tensor<2x2xf64>
+  %r = arith.addf %s, %v : f64
+  %t = func.call @memrefCopy(%r) : (f64) -> f64
+  return %t : f64
+}""")
+    grid = np.arange(16.0).reshape(4, 4)
+    assert m.f(0.5, grid) == pytest.approx(np.sin(0.5) + 5.0)
+    gx, gm = mlir_ad.grad(m.f)(0.5, grid)
+    assert gx == pytest.approx(np.cos(0.5))
+    assert gm[1, 1] == 1.0 and gm.sum() == 1.0

@@ -309,7 +309,7 @@ static int testRuntime(void) {
                                    bufferF64(ones, two, 1)};
   if (!mlirADEntryPointCall(vjp, shortCotangent, 2, &error).ptr)
     printError("short cotangent", error);
-  // CHECK: short cotangent: kind 2: a runtime check of the compiled code failed
+  // CHECK: short cotangent: kind 2: a run-time check of the compiled code failed
   // CHECK-NEXT: cotangent 0 differs from result 0 in dimension 0
   MlirADValue goodCotangent[2] = {bufferF64(x, three, 1),
                                   bufferF64(ones, three, 1)};

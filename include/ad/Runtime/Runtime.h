@@ -252,6 +252,8 @@ struct RuntimeOptions {
   /// Builds the lowering of a module with ad ops to the LLVM dialect, run on
   /// builtin.module. Default: ad::buildLowerToLLVMPipeline. A compiler with
   /// ops of its own differentiates first, lowers its ops, then calls that.
+  /// The runtime's run-time checks add cf, index, tensor and arith ops,
+  /// which the pipeline must lower too (buildLowerToLLVMPipeline does).
   std::function<void(mlir::OpPassManager &)> buildPipeline;
 };
 
