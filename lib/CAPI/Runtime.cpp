@@ -114,8 +114,12 @@ MlirADEntryPoint mlirADProgramGetEntryPoint(MlirADProgram program,
                                             const int64_t *wrt,
                                             intptr_t numWrt,
                                             MlirADError *error) {
-  if ((int)kind < 0 || kind > MlirADEntryVjp) {
-    reject(error, ErrorKind::Value, "unknown entry kind " + std::to_string(kind));
+  int kindValue;
+  static_assert(sizeof(kindValue) == sizeof(kind), "enums are ints");
+  std::memcpy(&kindValue, &kind, sizeof(kindValue));
+  if (kindValue < 0 || kindValue > (int)MlirADEntryVjp) {
+    reject(error, ErrorKind::Value,
+           "unknown entry kind " + std::to_string(kindValue));
     return {nullptr};
   }
   if (numWrt < 0 || (numWrt > 0 && !wrt)) {
@@ -123,7 +127,7 @@ MlirADEntryPoint mlirADProgramGetEntryPoint(MlirADProgram program,
     return {nullptr};
   }
   llvm::Expected<EntryHandle> entry = unwrap(program)->getEntryPoint(
-      static_cast<EntryKind>(kind), unwrap(function),
+      static_cast<EntryKind>(kindValue), unwrap(function),
       llvm::ArrayRef<int64_t>(wrt, numWrt));
   if (!entry) {
     report(entry.takeError(), error);
@@ -155,17 +159,23 @@ MlirADResults mlirADEntryPointCall(MlirADEntryPoint entry,
   for (intptr_t i = 0; i < numArgs; ++i) {
     const MlirADValue &value = args[i];
     std::string what = "argument " + std::to_string(i);
-    if ((int)value.element < 0 || value.element > MlirADElementIndex) {
+    // Read as an integer: C callers may store any value in the enum field,
+    // and loading an out-of-range value as the C++ enum is undefined.
+    int elementValue;
+    static_assert(sizeof(elementValue) == sizeof(value.element),
+                  "enums are ints");
+    std::memcpy(&elementValue, &value.element, sizeof(elementValue));
+    if (elementValue < 0 || elementValue > (int)MlirADElementIndex) {
       reject(error, ErrorKind::Type,
              what + " has an unknown element kind " +
-                 std::to_string(value.element));
+                 std::to_string(elementValue));
       return {nullptr};
     }
     if (value.rank > 0 && !value.sizes) {
       reject(error, ErrorKind::Value, what + " has a rank but no sizes");
       return {nullptr};
     }
-    auto element = static_cast<ElementKind>(value.element);
+    auto element = static_cast<ElementKind>(elementValue);
     if (value.rank < 0) {
       Argument arg;
       arg.element = element;
