@@ -1,9 +1,11 @@
 """Python call overhead and compile time of mlir_ad gradients.
 
 Prints, for a compiled gradient called from Python, the time per call on
-scalars and on small arrays, next to the cost of a numpy ufunc call on the
-same arrays (np.add), and the time to compile a gradient (grad() of a
-function not compiled before: ad-lower-to-llvm plus LLVM -O3).
+scalars and on arrays (8, 1,000 and 10^6 elements), next to the cost of a
+numpy ufunc call on the same arrays (np.add), and the time to compile a
+gradient (grad() of a function not compiled before: ad-lower-to-llvm plus
+LLVM -O3). Run it with MLIR_AD_KEEP_MALLOC_SETTINGS=1 to see the cost of
+glibc's default malloc settings on large arrays.
 
 Run: PYTHONPATH=build/python_packages /usr/bin/python3 bench/python-overhead.py
 """
@@ -61,13 +63,14 @@ def main():
     t_scalar = per_call(g_scalar, 0.5, 1.5)
     print(f"python lambda call (baseline):      {noop * 1e6:8.3f} us")
     print(f"grad(@scalar)(x, y):                {t_scalar * 1e6:8.3f} us")
-    for n in (8, 1000):
+    for n in (8, 1000, 10**6):
         x = np.random.default_rng(0).standard_normal(n)
         y = np.random.default_rng(1).standard_normal(n)
-        t_dot = per_call(g_dot, x, y)
-        t_add = per_call(np.add, x, y)
-        print(f"grad(@dot) n={n:5d}:                 {t_dot * 1e6:8.3f} us"
-              f"   np.add: {t_add * 1e6:6.3f} us   ratio {t_dot / t_add:5.2f}x")
+        number = 20000 if n < 10**5 else 50
+        t_dot = per_call(g_dot, x, y, number=number)
+        t_add = per_call(np.add, x, y, number=number)
+        print(f"grad(@dot) n={n:7d}:               {t_dot * 1e6:8.3f} us"
+              f"   np.add: {t_add * 1e6:8.3f} us   ratio {t_dot / t_add:5.2f}x")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@
 #include <pybind11/stl.h>
 
 #include <cstdlib>
+#include <malloc.h>
 
 namespace py = pybind11;
 using namespace mlir::ad::runtime;
@@ -385,8 +386,23 @@ EntryKind parseKind(const std::string &kind) {
 
 } // namespace
 
+/// Large buffers (tapes, gradients) are allocated and freed on every call.
+/// glibc's defaults serve each from fresh mmap'ed pages and give them back on
+/// free (or trim the heap), so every call faults its pages in again: the
+/// gradient of a 10^6-element loop took 41 ms instead of 0.6 ms here. Keep
+/// blocks up to 32 MB in the heap and up to 256 MB of free heap mapped.
+/// MLIR_AD_KEEP_MALLOC_SETTINGS=1 leaves the process's settings alone.
+static void tuneMalloc() {
+  const char *keep = std::getenv("MLIR_AD_KEEP_MALLOC_SETTINGS");
+  if (keep && *keep && std::string(keep) != "0")
+    return;
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+}
+
 PYBIND11_MODULE(_mlir_ad, m) {
   m.doc() = "MLIR-AD runtime bindings (use the mlir_ad package)";
+  tuneMalloc();
   static py::exception<std::runtime_error> compileError(m, "CompileError");
   compileErrorType = compileError.ptr();
 
