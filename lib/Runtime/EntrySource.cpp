@@ -6,6 +6,9 @@
 
 #include "EntrySource.h"
 
+#include "ad/IR/ADDialect.h"
+#include "ad/IR/ADInterfaces.h"
+
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/SymbolTable.h"
 
@@ -114,7 +117,7 @@ static std::string argumentList(StringRef prefix, size_t count) {
 static void writeCotangentChecks(llvm::raw_ostream &os, TypeRange results) {
   size_t cotangent = 0;
   for (auto [index, result] : llvm::enumerate(results)) {
-    if (!isa<FloatType>(getElementTypeOrSelf(result)))
+    if (!ad::isDifferentiableType(result))
       continue;
     auto tensor = dyn_cast<RankedTensorType>(result);
     for (int64_t dim = 0; tensor && dim < tensor.getRank(); ++dim) {
@@ -142,13 +145,11 @@ std::string mlir::ad::runtime::buildEntrySource(EntryKind kind, func::FuncOp cal
   MLIRContext *context = callee.getContext();
   FunctionType type = callee.getFunctionType();
   SmallVector<Type> inputs(type.getInputs());
-  SmallVector<Type> floatResults;
-  for (Type result : type.getResults())
-    if (isa<FloatType>(getElementTypeOrSelf(result)))
-      floatResults.push_back(result);
-  SmallVector<Type> gradients;
-  for (int64_t position : wrt)
-    gradients.push_back(type.getInput(position));
+  // The ad dialect's own answer: one cotangent per differentiable result,
+  // one gradient per position of `wrt`.
+  ad::PullbackType pullbackType = ad::getPullbackTypeOf(callee, wrt);
+  ArrayRef<Type> floatResults = pullbackType.getCotangentTypes();
+  ArrayRef<Type> gradients = pullbackType.getGradientTypes();
 
   SmallVector<Type> entryInputs(inputs);
   SmallVector<Type> entryResults;
@@ -157,15 +158,15 @@ std::string mlir::ad::runtime::buildEntrySource(EntryKind kind, func::FuncOp cal
     entryResults.assign(type.getResults().begin(), type.getResults().end());
     break;
   case EntryKind::Grad:
-    entryResults = gradients;
+    entryResults.assign(gradients.begin(), gradients.end());
     break;
   case EntryKind::ValueAndGrad:
     entryResults.push_back(type.getResult(0));
-    entryResults.append(gradients);
+    entryResults.append(gradients.begin(), gradients.end());
     break;
   case EntryKind::Vjp:
-    entryInputs.append(floatResults);
-    entryResults = gradients;
+    entryInputs.append(floatResults.begin(), floatResults.end());
+    entryResults.assign(gradients.begin(), gradients.end());
     break;
   }
   for (Type input : entryInputs)
@@ -219,8 +220,8 @@ std::string mlir::ad::runtime::buildEntrySource(EntryKind kind, func::FuncOp cal
        << ")\n";
     break;
   case EntryKind::Vjp: {
-    std::string pullback = "!ad.pullback<(" + printTypes(floatResults) +
-                           ") -> (" + printTypes(gradients) + ")>";
+    std::string pullback;
+    llvm::raw_string_ostream(pullback) << Type(pullbackType);
     size_t numResults = type.getNumResults();
     os << "  %y:" << numResults + 1 << " = ad.forward " << calleeRef << "("
        << args << ") " << wrtAttr << " : (" << printTypes(inputs) << ") -> ("

@@ -156,9 +156,6 @@ JitEntryPoint::JitEntryPoint(Signature signature,
   this->signature = std::move(signature);
 }
 
-static llvm::Error makeError(ErrorKind kind, const llvm::Twine &message) {
-  return llvm::make_error<RuntimeError>(kind, message.str());
-}
 
 /// "tensor<?x3xf64>" for a buffer argument, "f32" for a scalar.
 static std::string describe(const Argument &arg) {
@@ -175,19 +172,19 @@ static std::string describe(const Argument &arg) {
 llvm::Error JitEntryPoint::checkArguments(llvm::ArrayRef<Argument> args) const {
   const std::vector<ValueType> &inputs = signature.inputs;
   if (args.size() != inputs.size())
-    return makeError(ErrorKind::Type, "expected " + llvm::Twine(inputs.size()) +
+    return RuntimeError::make(ErrorKind::Type, "expected " + llvm::Twine(inputs.size()) +
                                           " arguments, got " +
                                           llvm::Twine(args.size()));
   for (auto [index, arg] : llvm::enumerate(args)) {
     const ValueType &type = inputs[index];
     if (arg.shaped != type.shaped || arg.element != type.element)
-      return makeError(ErrorKind::Type, "argument " + llvm::Twine(index) +
+      return RuntimeError::make(ErrorKind::Type, "argument " + llvm::Twine(index) +
                                             ": expected " + type.str() +
                                             ", got " + describe(arg));
     if (!arg.shaped)
       continue;
     if ((int64_t)arg.sizes.size() != type.getRank())
-      return makeError(ErrorKind::Value,
+      return RuntimeError::make(ErrorKind::Value,
                        "argument " + llvm::Twine(index) + ": expected " +
                            type.str() + " (rank " +
                            llvm::Twine(type.getRank()) + "), got " +
@@ -195,13 +192,13 @@ llvm::Error JitEntryPoint::checkArguments(llvm::ArrayRef<Argument> args) const {
     for (auto [dim, size] : llvm::enumerate(arg.sizes)) {
       int64_t expected = type.shape[dim];
       if (size < 0 || (expected != ValueType::kDynamic && size != expected))
-        return makeError(ErrorKind::Value,
+        return RuntimeError::make(ErrorKind::Value,
                          "argument " + llvm::Twine(index) + ": expected " +
                              type.str() + ", got " + describe(arg) +
                              " (dimension " + llvm::Twine(dim) + ")");
     }
     if (!arg.data && llvm::all_of(arg.sizes, [](int64_t s) { return s > 0; }))
-      return makeError(ErrorKind::Value,
+      return RuntimeError::make(ErrorKind::Value,
                        "argument " + llvm::Twine(index) + " has no data");
   }
   return llvm::Error::success();
@@ -295,7 +292,7 @@ llvm::Error JitEntryPoint::call(llvm::ArrayRef<Argument> args,
   if (!runChecked(packed, packedArgs.data(), trap)) {
     for (void *block : trap.live)
       std::free(block);
-    return makeError(ErrorKind::Value,
+    return RuntimeError::make(ErrorKind::Value,
                      "a run-time check of the compiled code failed (the "
                      "arguments' sizes do not fit the program, or an "
                      "assertion of the program failed):\n" +

@@ -13,6 +13,7 @@
 #include "JitPreparation.h"
 
 #include "ad/IR/ADDialect.h"
+#include "ad/IR/ADInterfaces.h"
 #include "ad/Rules/Rules.h"
 #include "ad/Transforms/Passes.h"
 
@@ -57,9 +58,6 @@ using namespace mlir::ad::runtime;
 Program::~Program() = default;
 Runtime::~Runtime() = default;
 
-static llvm::Error makeError(ErrorKind kind, const llvm::Twine &message) {
-  return llvm::make_error<RuntimeError>(kind, message.str());
-}
 
 void mlir::ad::runtime::registerRuntimeDialects(DialectRegistry &registry) {
   registerAllDialects(registry);
@@ -87,11 +85,11 @@ public:
     if (!text.empty())
       message += ":\n" + text;
     // Users know their functions by their own names.
-    for (size_t at; (at = message.find("__mlir_ad_user_")) != std::string::npos;)
-      message.erase(at, strlen("__mlir_ad_user_"));
+    for (size_t at; (at = message.find(kRenamedPrefix)) != std::string::npos;)
+      message.erase(at, kRenamedPrefix.size());
     while (!message.empty() && message.back() == '\n')
       message.pop_back();
-    return makeError(ErrorKind::Compile, message);
+    return RuntimeError::make(ErrorKind::Compile, message);
   }
 
 private:
@@ -140,11 +138,7 @@ static FunctionInfo describeFunction(func::FuncOp func) {
   convert(func.getArgumentTypes(), info.signature.inputs, "argument");
   convert(func.getResultTypes(), info.signature.results, "result");
   for (auto [index, type] : llvm::enumerate(func.getArgumentTypes())) {
-    Type element = getElementTypeOrSelf(type);
-    bool differentiable = isa<FloatType>(type) ||
-                          (isa<RankedTensorType>(type) &&
-                           isa<FloatType>(element));
-    if (differentiable)
+    if (ad::isDifferentiableType(type))
       info.differentiable.push_back(index);
   }
   return info;
@@ -257,6 +251,10 @@ RuntimeState::RuntimeState(RuntimeOptions options)
     : options(std::move(options)), context(makeRegistry(this->options)) {
   // Diagnostics point at the user's source; the op dump is noise there.
   context.printOpOnDiagnostic(false);
+  // Its loading attaches the cotangent models to the builtin types, which
+  // say which types are differentiable (ad::isDifferentiableType), also
+  // for modules without ad ops.
+  context.getOrLoadDialect<ad::ADDialect>();
   static std::once_flag nativeTarget;
   std::call_once(nativeTarget, [] {
     llvm::InitializeNativeTarget();
@@ -302,7 +300,7 @@ llvm::Expected<std::shared_ptr<Program>> RuntimeImpl::parseFile(StringRef path) 
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
       llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
   if (!file)
-    return makeError(ErrorKind::Value, "cannot read " + path + ": " +
+    return RuntimeError::make(ErrorKind::Value, "cannot read " + path + ": " +
                                            file.getError().message());
   return parse((*file)->getBuffer(), path);
 }
@@ -363,7 +361,7 @@ ProgramImpl::lookup(StringRef name) const {
     });
     os << ")";
   }
-  return makeError(ErrorKind::Value, message);
+  return RuntimeError::make(ErrorKind::Value, message);
 }
 
 llvm::Expected<Signature>
@@ -372,7 +370,7 @@ ProgramImpl::getFunctionSignature(StringRef name) const {
   if (!info)
     return info.takeError();
   if (!(*info)->unsupported.empty())
-    return makeError(ErrorKind::Value, (*info)->unsupported);
+    return RuntimeError::make(ErrorKind::Value, (*info)->unsupported);
   return (*info)->signature;
 }
 
@@ -397,7 +395,7 @@ ProgramImpl::checkWrt(EntryKind kind, const FunctionInfo &info,
   };
   if (llvm::any_of(info.signature.inputs, isMemRef) ||
       llvm::any_of(info.signature.results, isMemRef))
-    return makeError(ErrorKind::Value,
+    return RuntimeError::make(ErrorKind::Value,
                      what + ": functions with memref arguments or results "
                             "cannot be differentiated; use tensors");
   if (kind == EntryKind::Grad || kind == EntryKind::ValueAndGrad) {
@@ -408,7 +406,7 @@ ProgramImpl::checkWrt(EntryKind kind, const FunctionInfo &info,
       llvm::raw_string_ostream os(types);
       llvm::interleaveComma(results, os,
                             [&](const ValueType &t) { os << t.str(); });
-      return makeError(ErrorKind::Value,
+      return RuntimeError::make(ErrorKind::Value,
                        what + ": the function must return one float scalar "
                               "(or rank-0 tensor) and nothing else, but it "
                               "returns (" + types +
@@ -417,7 +415,7 @@ ProgramImpl::checkWrt(EntryKind kind, const FunctionInfo &info,
   }
   if (wrt.empty()) {
     if (info.differentiable.empty())
-      return makeError(ErrorKind::Value,
+      return RuntimeError::make(ErrorKind::Value,
                        what + ": the function has no differentiable "
                               "argument (float scalar or float tensor)");
     return info.differentiable;
@@ -427,17 +425,17 @@ ProgramImpl::checkWrt(EntryKind kind, const FunctionInfo &info,
   for (size_t i = 0; i < sorted.size(); ++i) {
     int64_t position = sorted[i];
     if (i > 0 && sorted[i - 1] == position)
-      return makeError(ErrorKind::Value, what + ": argument " +
+      return RuntimeError::make(ErrorKind::Value, what + ": argument " +
                                              llvm::Twine(position) +
                                              " is listed twice in wrt");
     if (position < 0 || position >= (int64_t)info.signature.inputs.size())
-      return makeError(ErrorKind::Value,
+      return RuntimeError::make(ErrorKind::Value,
                        what + ": wrt names argument " + llvm::Twine(position) +
                            " but the function has " +
                            llvm::Twine(info.signature.inputs.size()) +
                            " arguments");
     if (!llvm::is_contained(info.differentiable, position))
-      return makeError(ErrorKind::Value,
+      return RuntimeError::make(ErrorKind::Value,
                        what + ": argument " + llvm::Twine(position) +
                            " has type " +
                            info.signature.inputs[position].str() +
@@ -455,7 +453,7 @@ ProgramImpl::getEntryPoint(EntryKind kind, StringRef name,
     return found.takeError();
   const FunctionInfo &info = **found;
   if (!info.unsupported.empty())
-    return makeError(ErrorKind::Value, info.unsupported);
+    return RuntimeError::make(ErrorKind::Value, info.unsupported);
   llvm::Expected<std::vector<int64_t>> positions = checkWrt(kind, info, wrt);
   if (!positions)
     return positions.takeError();
@@ -537,7 +535,7 @@ RuntimeState::lowerAndJit(ModuleOp module, StringRef entryName,
     std::string names;
     for (const std::string &name : unresolved)
       names += (names.empty() ? "@" : ", @") + name;
-    return makeError(ErrorKind::Compile,
+    return RuntimeError::make(ErrorKind::Compile,
                      "cannot compile " + what + ": it calls " + names +
                          ", which has no body in the module and which the "
                          "process and the runtime libraries do not define");
@@ -546,7 +544,7 @@ RuntimeState::lowerAndJit(ModuleOp module, StringRef entryName,
   llvm::Expected<llvm::orc::JITTargetMachineBuilder> machineBuilder =
       llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!machineBuilder)
-    return makeError(ErrorKind::Compile,
+    return RuntimeError::make(ErrorKind::Compile,
                      "cannot target the host: " +
                          llvm::toString(machineBuilder.takeError()));
   llvm::CodeGenOptLevel codeGenLevel =
@@ -557,7 +555,7 @@ RuntimeState::lowerAndJit(ModuleOp module, StringRef entryName,
   llvm::Expected<std::unique_ptr<llvm::TargetMachine>> machine =
       machineBuilder->createTargetMachine();
   if (!machine)
-    return makeError(ErrorKind::Compile,
+    return RuntimeError::make(ErrorKind::Compile,
                      "cannot target the host: " +
                          llvm::toString(machine.takeError()));
   auto transformer =
@@ -575,14 +573,14 @@ RuntimeState::lowerAndJit(ModuleOp module, StringRef entryName,
   if (!engine) {
     llvm::Error error = diagnostics.takeError("cannot JIT-compile " + what);
     auto [kind, message] = takeError(std::move(error));
-    return makeError(kind, message + "\n" + llvm::toString(engine.takeError()));
+    return RuntimeError::make(kind, message + "\n" + llvm::toString(engine.takeError()));
   }
   registerMissingBuiltins(**engine);
   registerRuntimeCheckHandlers(**engine);
   llvm::Expected<void (*)(void **)> packed =
       (*engine)->lookupPacked(("_mlir_ciface_" + entryName).str());
   if (!packed)
-    return makeError(ErrorKind::Compile,
+    return RuntimeError::make(ErrorKind::Compile,
                      "cannot find the compiled " + what + ": " +
                          llvm::toString(packed.takeError()));
   return std::make_shared<JitEntryPoint>(std::move(signature),

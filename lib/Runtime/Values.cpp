@@ -7,6 +7,7 @@
 
 #include "ad/Runtime/Runtime.h"
 
+#include "llvm/ADT/APFloat.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
@@ -16,6 +17,10 @@
 using namespace mlir::ad::runtime;
 
 char RuntimeError::ID = 0;
+
+llvm::Error RuntimeError::make(ErrorKind kind, const llvm::Twine &message) {
+  return llvm::make_error<RuntimeError>(kind, message.str());
+}
 
 void RuntimeError::log(llvm::raw_ostream &os) const { os << message; }
 
@@ -188,17 +193,9 @@ void *Result::release() {
   return owned;
 }
 
-/// IEEE half to double, for f16 scalars.
-static double halfToDouble(uint16_t bits) {
-  int sign = bits >> 15, exponent = (bits >> 10) & 0x1f, mantissa = bits & 0x3ff;
-  double magnitude;
-  if (exponent == 0)
-    magnitude = std::ldexp((double)mantissa, -24);
-  else if (exponent == 31)
-    magnitude = mantissa ? NAN : INFINITY;
-  else
-    magnitude = std::ldexp((double)(mantissa | 0x400), exponent - 25);
-  return sign ? -magnitude : magnitude;
+/// An f16 or bf16 scalar, from its bits.
+static double halfToDouble(uint16_t bits, const llvm::fltSemantics &semantics) {
+  return llvm::APFloat(semantics, llvm::APInt(16, bits)).convertToDouble();
 }
 
 double Result::getScalarAsDouble() const {
@@ -208,13 +205,9 @@ double Result::getScalarAsDouble() const {
   case ElementKind::F32:
     return scalar.f32;
   case ElementKind::F16:
-    return halfToDouble(scalar.bits16);
-  case ElementKind::BF16: {
-    uint32_t widened = (uint32_t)scalar.bits16 << 16;
-    float value;
-    std::memcpy(&value, &widened, sizeof(value));
-    return value;
-  }
+    return halfToDouble(scalar.bits16, llvm::APFloat::IEEEhalf());
+  case ElementKind::BF16:
+    return halfToDouble(scalar.bits16, llvm::APFloat::BFloat());
   case ElementKind::I1:
     return scalar.i8 & 1;
   case ElementKind::I8:

@@ -224,8 +224,8 @@ def vjp(fun, wrt=None):
     entry = fun.module._entry("vjp", fun.name, positions)
     call = fun.module._entry("call", fun.name, ())
     result_types = call.result_types
-    float_results = [i for i, t in enumerate(result_types)
-                     if t[0] in ("f16", "bf16", "f32", "f64")]
+    # (element, shape, MLIR type, numpy dtype, differentiable) per result.
+    float_results = [i for i, t in enumerate(result_types) if t[4]]
 
     input_types = call.input_types
 
@@ -251,20 +251,15 @@ def vjp(fun, wrt=None):
     return forward
 
 
-_NUMPY_DTYPES = {"f16": "float16", "f32": "float32", "f64": "float64",
-                 "i1": "bool", "i8": "int8", "i16": "int16", "i32": "int32",
-                 "i64": "int64", "index": "int64"}
-
-
 def _snapshot(value, input_type):
     """A private copy of a tensor argument (arrays, lists) in the dtype the
     call converted it to; scalars as they are."""
     import numpy as np
 
-    element, shape, _ = input_type
-    if shape is None or element not in _NUMPY_DTYPES:
+    _, shape, _, dtype, _ = input_type
+    if shape is None or dtype is None:
         return value
-    return np.array(value, dtype=_NUMPY_DTYPES[element], copy=True)
+    return np.array(value, dtype=dtype, copy=True)
 
 
 def _check_cotangent(name, n, i, result, cotangent):

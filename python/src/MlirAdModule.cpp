@@ -366,8 +366,10 @@ py::tuple describeTypes(const std::vector<ValueType> &types) {
                                                 : py::object(py::int_(size)));
       shape = py::tuple(dims);
     }
-    tuple[i] = py::make_tuple(getName(type.element).str(), shape,
-                              type.str());
+    std::optional<py::dtype> dtype = getDtype(type.element);
+    tuple[i] = py::make_tuple(getName(type.element).str(), shape, type.str(),
+                              dtype ? py::object(*dtype) : py::none(),
+                              type.isDifferentiable());
   }
   return tuple;
 }

@@ -60,6 +60,8 @@ public:
   static char ID;
   RuntimeError(ErrorKind kind, std::string message)
       : kind(kind), message(std::move(message)) {}
+  /// An llvm::Error holding a RuntimeError.
+  static llvm::Error make(ErrorKind kind, const llvm::Twine &message);
   ErrorKind getKind() const { return kind; }
   const std::string &getMessage() const { return message; }
   void log(llvm::raw_ostream &os) const override;
@@ -100,6 +102,9 @@ struct ValueType {
   int64_t getRank() const { return shaped ? (int64_t)shape.size() : 0; }
   /// A float scalar or a shaped value of floats.
   bool isFloat() const { return runtime::isFloat(element); }
+  /// A float scalar or a tensor of floats: what carries a gradient (as
+  /// ad::isDifferentiableType; memrefs are the caller's memory).
+  bool isDifferentiable() const { return isFloat() && (!shaped || tensor); }
   /// The MLIR spelling, e.g. "tensor<?x3xf64>".
   std::string str() const;
   bool operator==(const ValueType &other) const;
@@ -111,21 +116,25 @@ struct Signature {
   std::vector<ValueType> results;
 };
 
+/// The storage of a scalar of any element kind: i1 as 0 or 1 in `i8`,
+/// index in `i64`, f16 and bf16 as their bits.
+union Scalar {
+  double f64;
+  float f32;
+  uint16_t bits16;
+  int64_t i64;
+  int32_t i32;
+  int16_t i16;
+  int8_t i8;
+};
+
 /// A value passed to an entry point. Scalars live in the object; buffers are
 /// borrowed (not copied) and must be contiguous in row-major order.
 struct Argument {
   ElementKind element = ElementKind::F64;
   bool shaped = false;
-  /// A scalar, in the entry's element type (i1: 0 or 1; f16/bf16: the bits).
-  union {
-    double f64;
-    float f32;
-    uint16_t bits16;
-    int64_t i64;
-    int32_t i32;
-    int16_t i16;
-    int8_t i8;
-  } scalar = {0.0};
+  /// A scalar, in the entry's element type.
+  Scalar scalar = {0.0};
   /// A buffer: its first element and its sizes (row-major, contiguous).
   void *data = nullptr;
   llvm::SmallVector<int64_t, 4> sizes;
@@ -151,16 +160,8 @@ public:
 
   ElementKind element = ElementKind::F64;
   bool shaped = false;
-  /// Scalars (same encoding as Argument::scalar).
-  union {
-    double f64;
-    float f32;
-    uint16_t bits16;
-    int64_t i64;
-    int32_t i32;
-    int16_t i16;
-    int8_t i8;
-  } scalar = {0.0};
+  /// A scalar result.
+  Scalar scalar = {0.0};
   /// Buffers: the allocation, the first element, sizes and strides in
   /// elements.
   void *allocated = nullptr;
