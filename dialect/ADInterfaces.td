@@ -75,6 +75,52 @@ def AD_ReverseRuleOpInterface : OpInterface<"ReverseRuleOpInterface"> {
   ];
 }
 
+def AD_TangentRuleOpInterface : OpInterface<"TangentRuleOpInterface"> {
+  let cppNamespace = "::mlir::ad";
+  let description = [{
+    The forward-mode derivative rule of an op. Forward mode emits one
+    function per differentiated `(callee, wrt)`, the tangent function, whose
+    arguments are the callee's followed by the tangents of the differentiated
+    arguments and whose results are the callee's followed by the tangents of
+    its float results. Ops are visited in program order; an op none of whose
+    results is active is cloned, and every active op calls `emitTangent`.
+
+    The rule emits the op's primal computation (usually
+    `emitter.cloneOp(op)`) and then, from the primal values
+    (`emitter.lookup`) and the tangents of its operands
+    (`emitter.getTangent`, a zero for an operand that is not active), the
+    tangent of each active result (`emitter.setTangent`). Region ops rebuild
+    themselves with the tangents carried alongside the primal values.
+
+    ```c++
+    // d(a*b) = b*da + a*db
+    LogicalResult emitTangent(Operation *op, TangentEmitter &e) const {
+      auto mul = cast<arith::MulFOp>(op);
+      if (failed(e.cloneOp(op)))
+        return failure();
+      RuleBuilder b(e.getBuilder(), op->getLoc());
+      Value da = e.getTangent(mul.getLhs()), db = e.getTangent(mul.getRhs());
+      e.setTangent(mul.getResult(),
+                   b.add(b.mul(da, e.lookup(mul.getRhs())),
+                         b.mul(e.lookup(mul.getLhs()), db)));
+      return success();
+    }
+    ```
+
+    Elementwise ops attached with `attachElementwiseRule` get this rule from
+    the same partial-derivative function as their reverse rule.
+  }];
+  let methods = [
+    InterfaceMethod<
+      /*desc=*/[{Emits this op and the tangents of its active results into
+        the tangent function. Emits a diagnostic and fails when the op
+        cannot be differentiated in this form.}],
+      /*retTy=*/"::llvm::LogicalResult",
+      /*methodName=*/"emitTangent",
+      /*args=*/(ins "::mlir::ad::TangentEmitter &":$emitter)>,
+  ];
+}
+
 def AD_CotangentTypeInterface : TypeInterface<"CotangentTypeInterface"> {
   let cppNamespace = "::mlir::ad";
   let description = [{

@@ -13,6 +13,7 @@ include "ADDialect.td"
 include "ADTypes.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/OpBase.td"
 
 class AD_Op<string mnemonic, list<Trait> traits = []>
     : Op<AD_Dialect, mnemonic, traits>;
@@ -128,6 +129,83 @@ def AD_PullbackOp : AD_Op<"pullback", [
   let assemblyFormat = [{
     $pullback `(` $cotangents `)` attr-dict `:` qualified(type($pullback))
   }];
+}
+
+def AD_JvpOp : AD_DerivativeRequestOp<"jvp", [AttrSizedOperandSegments]> {
+  let summary = "Forward mode: a function's results and their tangents";
+  let description = [{
+    Calls `callee` on `operands` and returns its results followed by their
+    directional derivatives (Jacobian-vector product) along `tangents`.
+
+    There is one tangent operand per differentiated argument (every float
+    scalar and ranked tensor of floats, or the positions in `wrt`), of that
+    argument's type, in argument order; integer and index arguments take
+    none. The results are all of the callee's results, then one tangent per
+    float result (float scalars and tensors of floats, in result order;
+    integer results get none). The function type after the colon lists the
+    callee's argument types only: the tangents' types follow from them.
+
+    ```mlir
+    %y, %ty = ad.jvp @f(%x, %w, %n) tangents(%tx, %tw)
+        : (f64, tensor<4xf64>, index) -> (f64, f64)
+    %y, %ty = ad.jvp @f(%x, %w, %n) tangents(%tw) {wrt = array<i64: 1>}
+        : (f64, tensor<4xf64>, index) -> (f64, f64)
+    ```
+
+    No tape is kept: the tangent code runs alongside the primal code, so the
+    cost is a small multiple of one call.
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$callee, Variadic<AnyType>:$args,
+                       Variadic<AnyType>:$tangents,
+                       OptionalAttr<DenseI64ArrayAttr>:$wrt);
+  let results = (outs Variadic<AnyType>:$results);
+  let hasCustomAssemblyFormat = 1;
+}
+
+def AD_HvpOp : AD_DerivativeRequestOp<"hvp", [AttrSizedOperandSegments]> {
+  let summary = "Hessian-vector product of a scalar-valued function";
+  let description = [{
+    For a callee with exactly one float result (as for `ad.grad`), returns
+    `H v`: the derivative of the gradient along the tangent `v`, one result
+    per differentiated argument, of the gradient's types. Tangent operands
+    are as for `ad.jvp`.
+
+    ```mlir
+    %hx, %hw = ad.hvp @f(%x, %w, %n) tangents(%vx, %vw)
+        : (f64, tensor<4xf64>, index) -> (f64, tensor<4xf64>)
+    ```
+
+    It is computed forward-over-reverse: `ad.jvp` of a function returning
+    `ad.grad @f`, which is what a user writing that function gets too.
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$callee, Variadic<AnyType>:$args,
+                       Variadic<AnyType>:$tangents,
+                       OptionalAttr<DenseI64ArrayAttr>:$wrt);
+  let results = (outs Variadic<AnyType>:$products);
+  let hasCustomAssemblyFormat = 1;
+}
+
+def AD_StopGradientOp : AD_Op<"stop_gradient", [Pure,
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "Identity whose derivative is zero";
+  let description = [{
+    Returns its operand. Differentiation treats the result as a constant:
+    no derivative flows through it in reverse or forward mode, and whatever
+    only feeds a stopped value is not differentiated at all. The operand is
+    a float scalar or a ranked tensor of floats.
+
+    ```mlir
+    // log(sum(exp(x - m))) + m with the shift m = max(x) gradient-free
+    %m = ad.stop_gradient %max : f64
+    ```
+
+    `ad-lower-closures` (and so `ad-differentiate`) replaces it by its
+    operand once the derivatives are generated.
+  }];
+  let arguments = (ins AnyType:$input);
+  let results = (outs AnyType:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
 }
 
 def AD_MakePullbackOp : AD_Op<"make_pullback", [Pure,

@@ -68,6 +68,12 @@ typedef enum MlirADEntryKind {
   /// Takes f's arguments and one cotangent per float result of f; returns
   /// the gradients.
   MlirADEntryVjp,
+  /// Takes f's arguments and one tangent per differentiated argument;
+  /// returns f's results, then one tangent per float result of f.
+  MlirADEntryJvp,
+  /// Takes f's arguments and one tangent per differentiated argument;
+  /// returns the Hessian-vector products (f has one float result).
+  MlirADEntryHvp,
 } MlirADEntryKind;
 
 /// An argument or a result. `rank` < 0 is a scalar held in `scalar` (f16 and

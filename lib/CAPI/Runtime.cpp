@@ -96,7 +96,7 @@ MlirStringRef mlirADProgramGetFunctionName(MlirADProgram program,
   return mlirStringRefCreate(name.data(), name.size());
 }
 
-static_assert((int)MlirADEntryVjp == (int)EntryKind::Vjp &&
+static_assert((int)MlirADEntryHvp == (int)EntryKind::Hvp &&
                   (int)MlirADElementIndex == (int)ElementKind::Index &&
                   (int)MlirADErrorValue == (int)ErrorKind::Value,
               "the C and C++ enums differ");
@@ -117,7 +117,7 @@ MlirADEntryPoint mlirADProgramGetEntryPoint(MlirADProgram program,
   int kindValue;
   static_assert(sizeof(kindValue) == sizeof(kind), "enums are ints");
   std::memcpy(&kindValue, &kind, sizeof(kindValue));
-  if (kindValue < 0 || kindValue > (int)MlirADEntryVjp) {
+  if (kindValue < 0 || kindValue > (int)MlirADEntryHvp) {
     reject(error, ErrorKind::Value,
            "unknown entry kind " + std::to_string(kindValue));
     return {nullptr};

@@ -246,3 +246,162 @@ MakePullbackOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
                          << expected;
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// ad.jvp and ad.hvp
+//===----------------------------------------------------------------------===//
+
+SmallVector<int64_t> JvpOp::getWrtPositions() {
+  return wrtPositions(getWrt(), getArgs().getTypes());
+}
+SmallVector<int64_t> HvpOp::getWrtPositions() {
+  return wrtPositions(getWrt(), getArgs().getTypes());
+}
+
+/// `@callee(operands) tangents(tangents) attr-dict : (operand types) ->
+/// (result types)`: the tangents' types are those of the differentiated
+/// operands (the `wrt` positions, or every float and tensor of floats).
+static ParseResult parseTangentRequest(OpAsmParser &parser,
+                                       OperationState &result) {
+  FlatSymbolRefAttr callee;
+  SmallVector<OpAsmParser::UnresolvedOperand> operands, tangents;
+  FunctionType type;
+  if (parser.parseAttribute(callee, "callee", result.attributes) ||
+      parser.parseOperandList(operands, OpAsmParser::Delimiter::Paren) ||
+      parser.parseKeyword("tangents") ||
+      parser.parseOperandList(tangents, OpAsmParser::Delimiter::Paren))
+    return failure();
+  SMLoc attrLoc = parser.getCurrentLocation();
+  if (parser.parseOptionalAttrDict(result.attributes) || parser.parseColon())
+    return failure();
+  SMLoc typeLoc = parser.getCurrentLocation();
+  if (parser.parseType(type))
+    return failure();
+  if (type.getNumInputs() != operands.size())
+    return parser.emitError(typeLoc)
+           << "the function type lists " << type.getNumInputs()
+           << " argument types for " << operands.size() << " operands";
+  std::optional<ArrayRef<int64_t>> wrt;
+  if (Attribute attr = result.attributes.get("wrt")) {
+    auto array = dyn_cast<DenseI64ArrayAttr>(attr);
+    if (!array)
+      return parser.emitError(attrLoc) << "'wrt' must be an array<i64: ...>";
+    wrt = array.asArrayRef();
+    for (int64_t position : *wrt)
+      if (position < 0 || position >= (int64_t)type.getNumInputs())
+        return parser.emitError(attrLoc)
+               << "wrt position " << position << " is out of range for "
+               << type.getNumInputs() << " operands";
+  }
+  SmallVector<Type> tangentTypes;
+  for (int64_t position : wrtPositions(wrt, type.getInputs()))
+    tangentTypes.push_back(type.getInput(position));
+  if (tangents.size() != tangentTypes.size())
+    return parser.emitError(typeLoc)
+           << "expected " << tangentTypes.size()
+           << " tangents (one per differentiated argument), got "
+           << tangents.size();
+  result.addAttribute("operandSegmentSizes",
+                      parser.getBuilder().getDenseI32ArrayAttr(
+                          {(int32_t)operands.size(), (int32_t)tangents.size()}));
+  result.addTypes(type.getResults());
+  return failure(
+      parser.resolveOperands(operands, type.getInputs(), typeLoc,
+                             result.operands) ||
+      parser.resolveOperands(tangents, tangentTypes, typeLoc, result.operands));
+}
+
+static void printTangentRequest(OpAsmPrinter &p, Operation *op,
+                                FlatSymbolRefAttr callee, ValueRange operands,
+                                ValueRange tangents) {
+  p << ' ';
+  p.printAttributeWithoutType(callee);
+  p << '(' << operands << ") tangents(" << tangents << ')';
+  p.printOptionalAttrDict(op->getAttrs(), {"callee", "operandSegmentSizes"});
+  p << " : ";
+  p.printFunctionalType(operands.getTypes(), op->getResultTypes());
+}
+
+ParseResult JvpOp::parse(OpAsmParser &parser, OperationState &result) {
+  return parseTangentRequest(parser, result);
+}
+void JvpOp::print(OpAsmPrinter &p) {
+  printTangentRequest(p, *this, getCalleeAttr(), getArgs(), getTangents());
+}
+ParseResult HvpOp::parse(OpAsmParser &parser, OperationState &result) {
+  return parseTangentRequest(parser, result);
+}
+void HvpOp::print(OpAsmPrinter &p) {
+  printTangentRequest(p, *this, getCalleeAttr(), getArgs(), getTangents());
+}
+
+/// Tangent operands match the differentiated arguments' types.
+static LogicalResult verifyTangentOperands(Operation *op, ValueRange tangents,
+                                           ArrayRef<Type> expected) {
+  if (tangents.size() != expected.size())
+    return op->emitOpError()
+           << "expected " << expected.size()
+           << " tangents (one per differentiated argument), got "
+           << tangents.size();
+  for (auto [index, pair] :
+       llvm::enumerate(llvm::zip(tangents.getTypes(), expected))) {
+    auto [got, want] = pair;
+    if (got != want)
+      return op->emitOpError()
+             << "tangent #" << index << " has type " << got
+             << " but its argument has type " << want;
+  }
+  return success();
+}
+
+LogicalResult JvpOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  SmallVector<Type> tangentTypes;
+  FailureOr<func::FuncOp> callee =
+      verifyDerivativeRequest(*this, getCalleeAttr(), getArgs(), getWrt(),
+                              symbolTable, tangentTypes);
+  if (failed(callee) ||
+      failed(verifyTangentOperands(*this, getTangents(), tangentTypes)))
+    return failure();
+  TypeRange calleeResults = callee->getFunctionType().getResults();
+  SmallVector<Type> expected(calleeResults);
+  for (Type result : calleeResults)
+    if (isDifferentiableType(result))
+      expected.push_back(result);
+  if (getResults().size() != expected.size())
+    return emitOpError() << "expected " << expected.size() << " results ("
+                         << calleeResults.size() << " of " << getCalleeAttr()
+                         << ", then one tangent per float result), got "
+                         << getResults().size();
+  for (auto [index, pair] :
+       llvm::enumerate(llvm::zip(getResults().getTypes(), expected))) {
+    auto [got, want] = pair;
+    if (got == want)
+      continue;
+    if (index < calleeResults.size())
+      return emitOpError() << "result #" << index << " has type " << got
+                           << " but " << getCalleeAttr() << " returns "
+                           << want;
+    return emitOpError() << "result #" << index << " has type " << got
+                         << " but the tangent it stands for has type " << want;
+  }
+  return success();
+}
+
+LogicalResult HvpOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  SmallVector<Type> tangentTypes;
+  FailureOr<func::FuncOp> callee =
+      verifyDerivativeRequest(*this, getCalleeAttr(), getArgs(), getWrt(),
+                              symbolTable, tangentTypes);
+  if (failed(callee) || failed(verifyScalarCallee(*this, *callee)) ||
+      failed(verifyTangentOperands(*this, getTangents(), tangentTypes)))
+    return failure();
+  return verifyGradientResults(*this, getResultTypes(), tangentTypes, 0,
+                               *callee);
+}
+
+LogicalResult StopGradientOp::verify() {
+  if (!isDifferentiableType(getInput().getType()))
+    return emitOpError() << "operand has type " << getInput().getType()
+                         << ", expected a float or a ranked tensor of floats";
+  return success();
+}

@@ -82,8 +82,12 @@ void mlir::ad::registerArithReverseRules(DialectRegistry &registry) {
     attachElementwiseRule<arith::MaxNumFOp, pickOperand>(context);
     attachElementwiseRule<arith::MinNumFOp, pickOperand>(context);
     attachElementwiseRule<arith::SelectOp, selectF>(context);
-    attachElementwiseRule<arith::ExtFOp, extF>(context);
-    attachElementwiseRule<arith::TruncFOp, truncF>(context);
+    // Conversions change the type: their tangent is the conversion itself.
+    arith::ExtFOp::attachInterface<ElementwiseRule<arith::ExtFOp, extF>,
+                                   LinearTangentRule<arith::ExtFOp>>(*context);
+    arith::TruncFOp::attachInterface<ElementwiseRule<arith::TruncFOp, truncF>,
+                                     LinearTangentRule<arith::TruncFOp>>(
+        *context);
     attachZeroDerivativeRules<arith::SIToFPOp, arith::UIToFPOp>(context);
   });
 }

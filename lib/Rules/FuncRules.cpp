@@ -1,4 +1,4 @@
-//===- FuncRules.cpp - the reverse rule of func.call ------------*- C++ -*-===//
+//===- FuncRules.cpp - the derivative rules of func.call --------*- C++ -*-===//
 //
 // A call is differentiated through the callee's own derivative functions:
 // the forward sweep calls the callee's forward function (so the callee runs
@@ -108,10 +108,63 @@ struct CallRule
   }
 };
 
+/// Forward mode: the callee's tangent function with respect to the active
+/// operands, called with their tangents; it returns the results and a
+/// tangent per float result. Recursion needs nothing more: the tangent
+/// function of a recursive callee calls itself.
+struct CallTangentRule
+    : TangentRuleOpInterface::ExternalModel<CallTangentRule, func::CallOp> {
+  LogicalResult emitTangent(Operation *op, TangentEmitter &emitter) const {
+    auto call = cast<func::CallOp>(op);
+    func::FuncOp callee = emitter.lookupCallee(call);
+    if (!callee)
+      return emitter.emitError(op, "cannot differentiate this call: its "
+                                   "callee is not a func.func of the module");
+    SmallVector<int64_t> wrt;
+    for (auto [index, operand] : llvm::enumerate(call.getOperands()))
+      if (emitter.isActive(operand))
+        wrt.push_back(index);
+    OpBuilder &builder = emitter.getBuilder();
+    if (wrt.empty()) {
+      // Varied only through integers: piecewise constant, zero tangents.
+      if (failed(emitter.cloneOp(op)))
+        return failure();
+      for (Value result : call.getResults())
+        if (emitter.isActive(result))
+          emitter.setTangent(result,
+                             createFilledLike(builder, call.getLoc(),
+                                              emitter.lookup(result), 0.0));
+      return success();
+    }
+    FailureOr<func::FuncOp> tangentFunction =
+        emitter.getTangentFunction(callee, wrt, call);
+    if (failed(tangentFunction))
+      return failure();
+    SmallVector<Value> operands;
+    for (Value operand : call.getOperands())
+      operands.push_back(emitter.lookup(operand));
+    for (int64_t position : wrt)
+      operands.push_back(emitter.getTangent(call.getOperand(position)));
+    auto tangentCall = func::CallOp::create(builder, call.getLoc(),
+                                            *tangentFunction, operands);
+    unsigned numResults = call.getNumResults();
+    emitter.mapResults(call, tangentCall.getResults().take_front(numResults));
+    unsigned next = numResults;
+    for (Value result : call.getResults()) {
+      if (!isDifferentiableType(result.getType()))
+        continue;
+      Value tangent = tangentCall.getResult(next++);
+      if (emitter.isActive(result))
+        emitter.setTangent(result, tangent);
+    }
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::ad::registerFuncReverseRules(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, func::FuncDialect *) {
-    func::CallOp::attachInterface<CallRule>(*context);
+    func::CallOp::attachInterface<CallRule, CallTangentRule>(*context);
   });
 }

@@ -13,4 +13,6 @@ void mlir::ad::registerReverseRules(DialectRegistry &registry) {
   registerLinalgReverseRules(registry);
   registerMathReverseRules(registry);
   registerSCFReverseRules(registry);
+  registerSCFTangentRules(registry);
+  registerLinalgTangentRules(registry);
 }

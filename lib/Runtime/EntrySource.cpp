@@ -79,6 +79,10 @@ StringRef mlir::ad::runtime::getEntryKindName(EntryKind kind) {
     return "value_and_grad";
   case EntryKind::Vjp:
     return "vjp";
+  case EntryKind::Jvp:
+    return "jvp";
+  case EntryKind::Hvp:
+    return "hvp";
   }
   llvm_unreachable("unknown entry kind");
 }
@@ -139,6 +143,30 @@ static void writeCotangentChecks(llvm::raw_ostream &os, TypeRange results) {
   }
 }
 
+/// Asserts that each tangent `%c<k>` has the dynamic sizes of the argument
+/// `%a<wrt[k]>` it belongs to.
+static void writeTangentChecks(llvm::raw_ostream &os, TypeRange inputs,
+                               ArrayRef<int64_t> wrt) {
+  for (auto [tangent, position] : llvm::enumerate(wrt)) {
+    auto tensor = dyn_cast<RankedTensorType>(inputs[position]);
+    for (int64_t dim = 0; tensor && dim < tensor.getRank(); ++dim) {
+      if (!tensor.isDynamicDim(dim))
+        continue;
+      std::string suffix = std::to_string(tangent) + "_" + std::to_string(dim);
+      os << "  %dim" << suffix << " = arith.constant " << dim << " : index\n"
+         << "  %asize" << suffix << " = tensor.dim %a" << position << ", %dim"
+         << suffix << " : " << tensor << "\n"
+         << "  %tsize" << suffix << " = tensor.dim %c" << tangent << ", %dim"
+         << suffix << " : " << tensor << "\n"
+         << "  %same" << suffix << " = arith.cmpi eq, %asize" << suffix
+         << ", %tsize" << suffix << " : index\n"
+         << "  cf.assert %same" << suffix << ", \"tangent " << tangent
+         << " differs from argument " << position << " in dimension " << dim
+         << "\"\n";
+    }
+  }
+}
+
 std::string mlir::ad::runtime::buildEntrySource(EntryKind kind, func::FuncOp callee,
                                     ArrayRef<int64_t> wrt, StringRef entryName,
                                     Signature &signature) {
@@ -166,6 +194,15 @@ std::string mlir::ad::runtime::buildEntrySource(EntryKind kind, func::FuncOp cal
     break;
   case EntryKind::Vjp:
     entryInputs.append(floatResults.begin(), floatResults.end());
+    entryResults.assign(gradients.begin(), gradients.end());
+    break;
+  case EntryKind::Jvp:
+    entryInputs.append(gradients.begin(), gradients.end());
+    entryResults.assign(type.getResults().begin(), type.getResults().end());
+    entryResults.append(floatResults.begin(), floatResults.end());
+    break;
+  case EntryKind::Hvp:
+    entryInputs.append(gradients.begin(), gradients.end());
     entryResults.assign(gradients.begin(), gradients.end());
     break;
   }
@@ -233,6 +270,15 @@ std::string mlir::ad::runtime::buildEntrySource(EntryKind kind, func::FuncOp cal
        << "\n";
     break;
   }
+  case EntryKind::Jvp:
+  case EntryKind::Hvp:
+    writeTangentChecks(os, inputs, wrt);
+    os << "  " << results << (kind == EntryKind::Jvp ? "ad.jvp " : "ad.hvp ")
+       << calleeRef << "(" << args << ") tangents("
+       << argumentList("c", gradients.size()) << ") " << wrtAttr << " : ("
+       << printTypes(inputs) << ") -> (" << printTypes(entryResults)
+       << ")\n";
+    break;
   }
   os << "  return";
   if (!entryResults.empty())

@@ -398,7 +398,8 @@ ProgramImpl::checkWrt(EntryKind kind, const FunctionInfo &info,
     return RuntimeError::make(ErrorKind::Value,
                      what + ": functions with memref arguments or results "
                             "cannot be differentiated; use tensors");
-  if (kind == EntryKind::Grad || kind == EntryKind::ValueAndGrad) {
+  if (kind == EntryKind::Grad || kind == EntryKind::ValueAndGrad ||
+      kind == EntryKind::Hvp) {
     const std::vector<ValueType> &results = info.signature.results;
     if (results.size() != 1 || results.front().getRank() != 0 ||
         !results.front().isFloat()) {

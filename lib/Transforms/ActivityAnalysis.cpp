@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ad/Transforms/ActivityAnalysis.h"
+#include "ad/IR/ADDialect.h"
 #include "ad/IR/ADInterfaces.h"
 
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
@@ -64,6 +65,9 @@ void ActivityAnalysis::propagateVaried(func::FuncOp function,
     if (!varied.insert(value).second)
       continue;
     for (Operation *user : value.getUsers()) {
+      // No derivative flows through ad.stop_gradient.
+      if (isa<StopGradientOp>(user))
+        continue;
       appendDefinedByRegionOp(user, worklist);
       // A terminator passes values to its parent's results and regions.
       Operation *parent = user->getParentOp();

@@ -744,26 +744,7 @@ private:
         memoryChecked, via);
     if (!writer)
       return success();
-    InFlightDiagnostic diag = [&] {
-      if (isa<CallOpInterface>(writer))
-        return generator.emitError(
-            writer, "cannot differentiate through memory: this call passes "
-                    "a value that depends on a differentiated argument to a "
-                    "function without a body here, which may write it to "
-                    "memory");
-      if (!isa<MemoryEffectOpInterface>(writer))
-        return generator.emitError(
-            writer, "cannot differentiate through memory: '" +
-                        writer->getName().getStringRef() +
-                        "' declares no memory effects and reads a value "
-                        "that depends on a differentiated argument, so it "
-                        "may write it to memory");
-      return generator.emitError(
-          writer, "cannot differentiate through memory: '" +
-                      writer->getName().getStringRef() +
-                      "' writes a value that depends on a differentiated "
-                      "argument");
-    }();
+    InFlightDiagnostic diag = generator.emitError(writer, describeWrite(writer));
     for (Operation *call : via)
       diag.attachNote(call->getLoc()) << "reached through this call";
     return failure();
@@ -773,20 +754,17 @@ private:
   /// has a type that cannot carry a derivative (an unranked tensor, a
   /// vector, a memref) would drop that operand's cotangent.
   LogicalResult checkOperandsCarryDerivatives(Operation &op) {
-    for (Value operand : op.getOperands()) {
-      Type type = operand.getType();
-      if (!activity.isVaried(operand) || isDifferentiableType(type) ||
-          getElementTypeOrSelf(type).isIntOrIndex())
-        continue;
-      generator.emitError(&op, "cannot differentiate '" +
-                                   op.getName().getStringRef() +
-                                   "': its operand of type ")
-          << type
-          << " depends on a differentiated argument, but values of that "
-             "type cannot carry a derivative";
-      return failure();
-    }
-    return success();
+    Value operand = findUncarriedOperand(
+        &op, [&](Value value) { return activity.isVaried(value); });
+    if (!operand)
+      return success();
+    generator.emitError(&op, "cannot differentiate '" +
+                                 op.getName().getStringRef() +
+                                 "': its operand of type ")
+        << operand.getType()
+        << " depends on a differentiated argument, but values of that "
+           "type cannot carry a derivative";
+    return failure();
   }
 
   /// The op of the entry block containing `block`, or null for the entry.
@@ -1137,7 +1115,11 @@ private:
 } // namespace
 
 DerivativeGenerator::DerivativeGenerator(ModuleOp module)
-    : symbolTable(module) {}
+    : ownedSymbols(std::make_unique<SymbolTable>(module)),
+      symbolTable(*ownedSymbols) {}
+
+DerivativeGenerator::DerivativeGenerator(SymbolTable &symbols)
+    : symbolTable(symbols) {}
 
 InFlightDiagnostic DerivativeGenerator::emitError(Operation *op,
                                                   const Twine &message) {
@@ -1203,6 +1185,11 @@ DerivativeGenerator::reachableFrom(func::FuncOp function) {
     });
   }
   return reachable[function] = std::move(seen);
+}
+
+void DerivativeGenerator::invalidateCallGraph() {
+  reachable.clear();
+  componentOf.clear();
 }
 
 func::FuncOp DerivativeGenerator::lookupFunction(SymbolRefAttr symbol) {
@@ -1405,6 +1392,9 @@ static func::FuncOp createCompanion(SymbolTable &symbolTable,
   auto function = func::FuncOp::create(
       builder, callee.getLoc(), name, builder.getFunctionType(inputs, {}));
   function.setPrivate();
+  // Until the function moves to the user's module: a derivative being
+  // differentiated (second order) is recognized in diagnostics.
+  function->setAttr(kGeneratedAttrName, UnitAttr::get(function.getContext()));
   symbolTable.insert(function);
   function.addEntryBlock();
   return function;

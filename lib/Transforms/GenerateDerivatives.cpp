@@ -10,6 +10,7 @@
 #include "ad/Transforms/Passes.h"
 
 #include "ad/Transforms/Preparation.h"
+#include "ad/Transforms/TangentGenerator.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -75,12 +76,33 @@ emitValueAndGrad(DerivativeGenerator &generator, RequestOp request,
   return results;
 }
 
-/// Rewrites request `op` (ad.grad, ad.value_and_grad or ad.forward) into
-/// calls of the derivative functions of `callee`.
+/// `ad.jvp`: a call of the tangent function of `callee`.
+static FailureOr<SmallVector<Value>>
+emitJvp(TangentGenerator &tangents, Operation *request, func::FuncOp callee,
+        ValueRange operands, ValueRange tangentOperands,
+        ArrayRef<int64_t> wrt) {
+  FailureOr<func::FuncOp> function =
+      tangents.getOrCreate(callee, wrt, request);
+  if (failed(function))
+    return failure();
+  SmallVector<Value> callOperands(operands);
+  llvm::append_range(callOperands, tangentOperands);
+  OpBuilder builder(request);
+  auto call = func::CallOp::create(builder, request->getLoc(), *function,
+                                   callOperands);
+  return SmallVector<Value>(call.getResults());
+}
+
+/// Rewrites request `op` (ad.grad, ad.value_and_grad, ad.forward or ad.jvp)
+/// into calls of the derivative functions of `callee`.
 static LogicalResult rewriteRequest(DerivativeGenerator &generator,
-                                    Operation *op, func::FuncOp callee) {
+                                    TangentGenerator &tangents, Operation *op,
+                                    func::FuncOp callee) {
   FailureOr<SmallVector<Value>> replacement = failure();
-  if (auto forward = dyn_cast<ForwardOp>(op)) {
+  if (auto jvp = dyn_cast<JvpOp>(op)) {
+    replacement = emitJvp(tangents, op, callee, jvp.getArgs(),
+                          jvp.getTangents(), jvp.getWrtPositions());
+  } else if (auto forward = dyn_cast<ForwardOp>(op)) {
     replacement = emitForwardAndClosure(generator, op, callee,
                                         forward.getOperands(),
                                         forward.getWrtPositions());
@@ -98,12 +120,13 @@ static LogicalResult rewriteRequest(DerivativeGenerator &generator,
   return success();
 }
 
-/// The derivative requests (ad.grad, ad.value_and_grad, ad.forward) in
+/// The derivative requests (ad.grad, ad.value_and_grad, ad.forward, ad.jvp,
+/// ad.hvp) in
 /// `root`, in program order.
 static SmallVector<Operation *> collectRequests(Operation *root) {
   SmallVector<Operation *> requests;
   root->walk([&](Operation *op) {
-    if (isa<GradOp, ValueAndGradOp, ForwardOp>(op))
+    if (isa<GradOp, ValueAndGradOp, ForwardOp, JvpOp, HvpOp>(op))
       requests.push_back(op);
   });
   return requests;
@@ -119,7 +142,8 @@ class Differentiation {
 public:
   explicit Differentiation(ModuleOp module)
       : module(module), scratch(cast<ModuleOp>(module->clone())),
-        scratchSymbols(*scratch), generator(*scratch) {}
+        scratchSymbols(*scratch), generator(scratchSymbols),
+        tangents(scratchSymbols) {}
 
   /// Rewrites every request of the module, and then the requests the
   /// generated functions inherit from the functions they were made from
@@ -165,7 +189,65 @@ private:
              << ": it is not a function of the top-level module";
     if (failed(ensurePrepared(callee)))
       return failure();
-    return rewriteRequest(generator, request, callee);
+    if (auto hvp = dyn_cast<HvpOp>(request))
+      return rewriteHvp(hvp, callee);
+    return rewriteRequest(generator, tangents, request, callee);
+  }
+
+  /// ad.hvp is forward over reverse: the jvp of a function that returns
+  /// the gradient of the callee, generated once per (callee, wrt).
+  LogicalResult rewriteHvp(HvpOp hvp, func::FuncOp callee) {
+    SmallVector<int64_t> wrt = hvp.getWrtPositions();
+    std::string name = (callee.getSymName() + "_ad_gradient").str();
+    for (int64_t position : wrt)
+      name += "_" + std::to_string(position);
+    auto gradient = scratchSymbols.lookup<func::FuncOp>(name);
+    if (!gradient) {
+      OpBuilder builder(callee);
+      builder.setInsertionPointAfter(callee);
+      FunctionType type = callee.getFunctionType();
+      SmallVector<Type> gradientTypes;
+      for (int64_t position : wrt)
+        gradientTypes.push_back(type.getInput(position));
+      gradient = func::FuncOp::create(
+          builder, hvp.getLoc(), name,
+          builder.getFunctionType(type.getInputs(), gradientTypes));
+      gradient.setPrivate();
+      scratchSymbols.insert(gradient);
+      Block *body = gradient.addEntryBlock();
+      builder.setInsertionPointToStart(body);
+      auto grad = GradOp::create(
+          builder, hvp.getLoc(), gradientTypes,
+          FlatSymbolRefAttr::get(callee.getSymNameAttr()),
+          body->getArguments(), hvp.getWrtAttr());
+      func::ReturnOp::create(builder, hvp.getLoc(), grad.getResults());
+      if (failed(ensurePrepared(gradient)))
+        return failure();
+    }
+    FailureOr<SmallVector<Value>> results =
+        emitJvp(tangents, hvp, gradient, hvp.getArgs(), hvp.getTangents(),
+                wrt);
+    if (failed(results))
+      return failure();
+    hvp.replaceAllUsesWith(ArrayRef<Value>(*results).drop_front(wrt.size()));
+    hvp.erase();
+    return success();
+  }
+
+  /// Rewrites the requests inside `function` (innermost derivatives first,
+  /// so an outer derivative differentiates ordinary code) and lowers their
+  /// closures, which then are plain calls of generated functions.
+  LogicalResult rewriteNestedRequests(func::FuncOp function) {
+    if (!nestedRewritten.insert(function).second)
+      return success();
+    SmallVector<Operation *> requests = collectRequests(function);
+    if (requests.empty())
+      return success();
+    for (Operation *request : requests)
+      if (failed(rewrite(request)))
+        return failure();
+    generator.invalidateCallGraph();
+    return lowerClosures(function);
   }
 
   /// Prepares `callee` and every function it reaches, once each.
@@ -182,6 +264,27 @@ private:
     for (func::FuncOp function : fresh)
       if (failed(prepareForDifferentiation(function)))
         return failure();
+    // Derivatives taken inside: generated first, they become calls of
+    // generated functions, which are prepared in turn.
+    bool rewroteAny = false;
+    for (func::FuncOp function : fresh) {
+      bool hadRequests = !collectRequests(function).empty();
+      if (failed(rewriteNestedRequests(function)))
+        return failure();
+      rewroteAny |= hadRequests;
+    }
+    if (rewroteAny) {
+      SmallVector<func::FuncOp> more;
+      for (Operation *reached : generator.reachableFrom(callee)) {
+        auto function = cast<func::FuncOp>(reached);
+        if (!function.isExternal() && prepared.insert(reached).second)
+          more.push_back(function);
+      }
+      for (func::FuncOp function : more)
+        if (failed(prepareForDifferentiation(function)))
+          return failure();
+      llvm::append_range(fresh, more);
+    }
     for (func::FuncOp function : fresh)
       if (failed(inlineLoopCallsWithLoops(function, generator)))
         return failure();
@@ -202,6 +305,7 @@ private:
         continue;
       }
       op.remove();
+      op.removeAttr(kGeneratedAttrName);
       if (anchor)
         module.getBody()->getOperations().insertAfter(anchor->getIterator(),
                                                       &op);
@@ -215,7 +319,10 @@ private:
   OwningOpRef<ModuleOp> scratch;
   SymbolTable scratchSymbols;
   DerivativeGenerator generator;
+  TangentGenerator tangents;
   llvm::SmallPtrSet<Operation *, 16> prepared;
+  /// Functions whose own requests have been rewritten.
+  llvm::SmallPtrSet<Operation *, 16> nestedRewritten;
 };
 
 struct ADGenerateDerivativesPass

@@ -36,35 +36,48 @@ static LogicalResult lowerApplication(PullbackOp apply) {
   return success();
 }
 
+} // namespace
+
+LogicalResult mlir::ad::lowerClosures(Operation *root) {
+  SmallVector<PullbackOp> applications;
+  root->walk([&](PullbackOp op) { applications.push_back(op); });
+  bool failedAny = false;
+  for (PullbackOp apply : applications)
+    failedAny |= failed(lowerApplication(apply));
+
+  SmallVector<MakePullbackOp> closures;
+  root->walk([&](MakePullbackOp op) { closures.push_back(op); });
+  for (MakePullbackOp closure : closures) {
+    if (closure->use_empty()) {
+      closure.erase();
+      continue;
+    }
+    // Applications that failed to lower were reported above.
+    auto escaping = llvm::find_if(closure->getUsers(), [](Operation *user) {
+      return !isa<PullbackOp>(user);
+    });
+    if (escaping == closure->user_end())
+      continue;
+    (*escaping)->emitOpError()
+        << "uses a pullback closure, which cannot leave the function that "
+           "created it yet; apply it with ad.pullback there";
+    failedAny = true;
+  }
+  return failure(failedAny);
+}
+
+namespace {
+
 struct ADLowerClosuresPass
     : mlir::ad::impl::ADLowerClosuresPassBase<ADLowerClosuresPass> {
   void runOnOperation() override {
-    SmallVector<PullbackOp> applications;
-    getOperation().walk([&](PullbackOp op) { applications.push_back(op); });
-    bool failedAny = false;
-    for (PullbackOp apply : applications)
-      failedAny |= failed(lowerApplication(apply));
-
-    SmallVector<MakePullbackOp> closures;
-    getOperation().walk([&](MakePullbackOp op) { closures.push_back(op); });
-    for (MakePullbackOp closure : closures) {
-      if (closure->use_empty()) {
-        closure.erase();
-        continue;
-      }
-      // Applications that failed to lower were reported above.
-      auto escaping = llvm::find_if(closure->getUsers(), [](Operation *user) {
-        return !isa<PullbackOp>(user);
-      });
-      if (escaping == closure->user_end())
-        continue;
-      (*escaping)->emitOpError()
-          << "uses a pullback closure, which cannot leave the function that "
-             "created it yet; apply it with ad.pullback there";
-      failedAny = true;
-    }
-    if (failedAny)
-      signalPassFailure();
+    if (failed(lowerClosures(getOperation())))
+      return signalPassFailure();
+    // Derivatives are generated: a stopped gradient is its operand again.
+    getOperation().walk([](StopGradientOp stop) {
+      stop.replaceAllUsesWith(stop.getInput());
+      stop.erase();
+    });
   }
 };
 

@@ -13,6 +13,7 @@
 #include "ad/IR/ADInterfaces.h"
 #include "ad/Transforms/ActivityAnalysis.h"
 
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
@@ -135,4 +136,35 @@ Operation *MemoryWriteCheck::findWriteInCallee(
   result.via = inner;
   via.append(inner.begin(), inner.end());
   return writer;
+}
+
+std::string mlir::ad::describeWrite(Operation *writer) {
+  auto function = writer->getParentOfType<FunctionOpInterface>();
+  if (function && function->hasAttr(kGeneratedAttrName))
+    return "cannot differentiate a derivative that keeps its tape in memory "
+           "(the tape of a loop, a while loop, a recursion or deeply nested "
+           "branches): higher-order derivatives work for straight-line code, "
+           "branches and calls only, so far";
+  if (isa<CallOpInterface>(writer))
+    return "cannot differentiate through memory: this call passes a value "
+           "that depends on a differentiated argument to a function without "
+           "a body here, which may write it to memory";
+  std::string name = writer->getName().getStringRef().str();
+  if (!isa<MemoryEffectOpInterface>(writer))
+    return "cannot differentiate through memory: '" + name +
+           "' declares no memory effects and reads a value that depends on "
+           "a differentiated argument, so it may write it to memory";
+  return "cannot differentiate through memory: '" + name +
+         "' writes a value that depends on a differentiated argument";
+}
+
+Value mlir::ad::findUncarriedOperand(Operation *op,
+                                     MemoryWriteCheck::VariedFn isVaried) {
+  for (Value operand : op->getOperands()) {
+    Type type = operand.getType();
+    if (isVaried(operand) && !isDifferentiableType(type) &&
+        !getElementTypeOrSelf(type).isIntOrIndex())
+      return operand;
+  }
+  return nullptr;
 }

@@ -10,6 +10,8 @@
     gx, gw = mlir_ad.grad(m.f)(x, 2.0)               # ad.grad
     y, (gx,) = mlir_ad.value_and_grad(m.f, wrt=0)(x, 2.0)
     y, pb = mlir_ad.vjp(m.f)(x, 2.0); gx, gw = pb(1.0)
+    y, ty = mlir_ad.jvp(m.f, (x, 2.0), (tx, tw))    # ad.jvp, forward mode
+    hx, hw = mlir_ad.hvp(m.f, (x, 2.0), (vx, vw))    # ad.hvp
 
 Every entry point (a call, a gradient, ...) is compiled once per function
 and set of differentiated arguments, with ``ad-lower-to-llvm`` and LLVM at
@@ -29,6 +31,8 @@ __all__ = [
     "clear_cache",
     "compile",
     "grad",
+    "hvp",
+    "jvp",
     "num_compilations",
     "value_and_grad",
     "vjp",
@@ -249,6 +253,80 @@ def vjp(fun, wrt=None):
 
     forward.__name__ = f"vjp_{fun.name}"
     return forward
+
+
+def _primals_and_tangents(what, fun, primals, tangents, wrt):
+    fun = _function(fun, what)
+    positions, single = _normalize_wrt(fun, wrt)
+    if not isinstance(primals, (tuple, list)):
+        raise TypeError(f"{what}() takes the arguments of @{fun.name} as a "
+                        f"tuple, got {type(primals).__name__}")
+    if single and not isinstance(tangents, (tuple, list)):
+        tangents = (tangents,)
+    if not isinstance(tangents, (tuple, list)):
+        raise TypeError(f"{what}() takes the tangents as a tuple (one per "
+                        f"differentiated argument), got "
+                        f"{type(tangents).__name__}")
+    return fun, positions, single, tuple(primals), tuple(tangents)
+
+
+def _check_tangents(what, fun, entry, primals, tangents):
+    """One tangent per differentiated argument, shaped like it."""
+    import numpy as np
+
+    n_args = len(fun.module._entry("call", fun.name, ()).input_types)
+    expected = len(entry.input_types) - n_args
+    if len(tangents) != expected:
+        raise TypeError(f"{what} of @{fun.name} takes {expected} tangents "
+                        f"(one per differentiated argument), got "
+                        f"{len(tangents)}")
+    if len(primals) != n_args:
+        raise TypeError(f"{what} of @{fun.name} takes {n_args} arguments, "
+                        f"got {len(primals)}")
+    for n, (t, ty) in enumerate(zip(tangents, entry.input_types[n_args:])):
+        shape = ty[1]
+        if shape is None:
+            if np.ndim(t) != 0:
+                raise ValueError(f"tangent {n} of {what} of @{fun.name} must "
+                                 f"be a number like its argument, got shape "
+                                 f"{np.shape(t)}")
+
+
+def jvp(fun, primals, tangents, wrt=None):
+    """Forward mode: ``(results, result_tangents)`` of ``fun`` at
+    ``primals`` along ``tangents``.
+
+    ``primals``: a tuple of ``fun``'s arguments. ``tangents``: one per
+    differentiated argument (every float scalar and float tensor argument,
+    or the positions in ``wrt``), shaped like it. ``results`` are as
+    ``fun(*primals)`` returns them; ``result_tangents`` has one tangent per
+    float result (the tangent alone when ``fun`` has one float result).
+    Computed by ``ad.jvp``: no tape, about the cost of two calls.
+    """
+    fun, positions, _, primals, tangents = _primals_and_tangents(
+        "jvp", fun, primals, tangents, wrt)
+    entry = fun.module._entry("jvp", fun.name, positions)
+    _check_tangents("jvp", fun, entry, primals, tangents)
+    outputs = entry(*primals, *tangents)
+    call = fun.module._entry("call", fun.name, ())
+    n_results = len(call.result_types)
+    results, result_tangents = outputs[:n_results], outputs[n_results:]
+    return _unpack(results), _unpack(result_tangents)
+
+
+def hvp(fun, primals, tangents, wrt=None):
+    """The Hessian-vector product of ``fun`` (one float result) at
+    ``primals`` along ``tangents``, one per differentiated argument (as
+    ``grad`` returns gradients; alone when ``wrt`` is an int).
+
+    Computed by ``ad.hvp``, forward mode over reverse mode.
+    """
+    fun, positions, single, primals, tangents = _primals_and_tangents(
+        "hvp", fun, primals, tangents, wrt)
+    entry = fun.module._entry("hvp", fun.name, positions)
+    _check_tangents("hvp", fun, entry, primals, tangents)
+    products = entry(*primals, *tangents)
+    return products[0] if single else products
 
 
 def _snapshot(value, input_type):

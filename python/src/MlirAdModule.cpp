@@ -125,11 +125,12 @@ std::pair<long long, long long> getIntegerRange(ElementKind kind) {
 
 /// Converts a Python number to a scalar argument of `type`.
 /// Names a position of an entry's arguments for messages: "argument 2", or
-/// for a vjp's trailing inputs "cotangent 0".
-std::string describePosition(size_t index, size_t numFunctionArgs) {
+/// for a vjp's (jvp's) trailing inputs "cotangent 0" ("tangent 0").
+std::string describePosition(size_t index, size_t numFunctionArgs,
+                             const std::string &trailing) {
   if (index < numFunctionArgs)
     return "argument " + std::to_string(index);
-  return "cotangent " + std::to_string(index - numFunctionArgs);
+  return trailing + " " + std::to_string(index - numFunctionArgs);
 }
 
 Argument toScalar(py::handle object, const ValueType &type,
@@ -316,8 +317,11 @@ struct PyProgram {
 struct PyEntry {
   std::shared_ptr<EntryPoint> entry;
   std::string description;
-  /// The function's own arguments (a vjp's further inputs are cotangents).
+  /// The function's own arguments (a vjp's further inputs are cotangents,
+  /// a jvp's or hvp's tangents).
   size_t numFunctionArgs;
+  /// What the further inputs are called in messages.
+  std::string trailingName;
 
   py::tuple call(py::args args) const {
     const Signature &signature = entry->getSignature();
@@ -330,7 +334,8 @@ struct PyEntry {
     try {
       for (size_t i = 0; i < args.size(); ++i) {
         const ValueType &type = signature.inputs[i];
-        std::string position = describePosition(i, numFunctionArgs);
+        std::string position =
+            describePosition(i, numFunctionArgs, trailingName);
         converted.push_back(type.shaped
                                 ? toBuffer(args[i], type, position, keepAlive)
                                 : toScalar(args[i], type, position));
@@ -383,6 +388,10 @@ EntryKind parseKind(const std::string &kind) {
     return EntryKind::ValueAndGrad;
   if (kind == "vjp")
     return EntryKind::Vjp;
+  if (kind == "jvp")
+    return EntryKind::Jvp;
+  if (kind == "hvp")
+    return EntryKind::Hvp;
   throw py::value_error("unknown entry kind '" + kind + "'");
 }
 
@@ -439,10 +448,12 @@ PYBIND11_MODULE(_mlir_ad, m) {
                                       ? "@" + name
                                       : kind + " of @" + name;
         size_t numFunctionArgs = entry->getSignature().inputs.size();
-        if (entryKind == EntryKind::Vjp)
+        if (entryKind == EntryKind::Vjp || entryKind == EntryKind::Jvp ||
+            entryKind == EntryKind::Hvp)
           numFunctionArgs =
               unwrap(self.program->getFunctionSignature(name)).inputs.size();
-        return PyEntry{entry, description, numFunctionArgs};
+        return PyEntry{entry, description, numFunctionArgs,
+                       entryKind == EntryKind::Vjp ? "cotangent" : "tangent"};
       });
 
   py::class_<PyEntry>(m, "Entry")

@@ -132,21 +132,30 @@ func.func @caller(%x: f64, %m: memref<4xf64>) -> f64 {
 
 // -----
 
-func.func @inner(%x: f64) -> f64 {
-  %y = math.sin %x : f64
-  return %y : f64
+// Second order through a loop: the inner gradient keeps its tape in a
+// buffer, which forward and reverse mode do not differentiate yet. The
+// error names the function whose derivative has the tape and the request.
+// expected-error @+1 {{cannot differentiate a derivative that keeps its tape in memory (the tape of a loop, a while loop, a recursion or deeply nested branches)}}
+func.func @inner(%x: f64, %n: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%a = %x) -> f64 {
+    %s = math.sin %a : f64
+    scf.yield %s : f64
+  }
+  return %r : f64
 }
 
-func.func @takes_gradient(%x: f64) -> f64 {
-  // expected-error @+1 {{cannot differentiate a function that itself takes derivatives (higher-order derivatives are not supported yet)}}
-  %g = ad.grad @inner(%x) : (f64) -> f64
+func.func @takes_gradient(%x: f64, %n: index) -> f64 {
+  // expected-note @+1 {{reached through this call}}
+  %g = ad.grad @inner(%x, %n) : (f64, index) -> f64
   %z = arith.mulf %g, %x : f64
   return %z : f64
 }
 
-func.func @caller(%x: f64) -> f64 {
+func.func @caller(%x: f64, %n: index) -> f64 {
   // expected-note @+1 {{while differentiating this call of @takes_gradient}}
-  %g = ad.grad @takes_gradient(%x) : (f64) -> f64
+  %g = ad.grad @takes_gradient(%x, %n) : (f64, index) -> f64
   return %g : f64
 }
 

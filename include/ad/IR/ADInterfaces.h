@@ -174,6 +174,52 @@ public:
   virtual Value getGrowableTape(Operation *original) = 0;
 };
 
+/// What forward mode offers a tangent rule: the primal values of the
+/// tangent function being emitted and the tangents computed so far.
+class TangentEmitter {
+public:
+  virtual ~TangentEmitter() = default;
+  /// The builder positioned where the rule emits code.
+  virtual OpBuilder &getBuilder() = 0;
+  /// Whether `original` depends on a differentiated argument and reaches a
+  /// float result (only active values have tangents).
+  virtual bool isActive(Value original) const = 0;
+  /// The tangent-function value standing for `original`.
+  virtual Value lookup(Value original) = 0;
+  /// Clones `original` with mapped operands and maps its results.
+  virtual LogicalResult cloneOp(Operation *original) = 0;
+  /// Records that `values` stand for the results of `original`.
+  virtual void mapResults(Operation *original, ValueRange values) = 0;
+  /// Records that `values` stand for `originals` (block arguments of
+  /// regions the rule emits itself).
+  virtual void mapValues(ValueRange originals, ValueRange values) = 0;
+  /// The tangent of `original`: the one set for it, or a zero of its type
+  /// (shaped like its primal value) when it is not active. `original` must
+  /// have a differentiable type.
+  virtual Value getTangent(Value original) = 0;
+  /// The tangent set for `original`, or null.
+  virtual Value lookupTangent(Value original) = 0;
+  /// Makes `tangent` the tangent of `original`.
+  virtual void setTangent(Value original, Value tangent) = 0;
+  /// Emits the ops of `original` (a block of a region op the rule rebuilds)
+  /// and their tangents at the builder's insertion point, the terminator
+  /// excepted.
+  virtual LogicalResult emitOps(Block &original) = 0;
+  /// The tangent function of `callee` for the argument positions `wrt`:
+  /// (arguments..., tangents of the wrt arguments...) -> (results...,
+  /// tangents of the float results...), generated on first request. Emits a
+  /// diagnostic at `requester` and fails when the callee cannot be
+  /// differentiated.
+  virtual FailureOr<func::FuncOp> getTangentFunction(func::FuncOp callee,
+                                                     ArrayRef<int64_t> wrt,
+                                                     Operation *requester) = 0;
+  /// The callee of `call` (null if the module has no such function).
+  virtual func::FuncOp lookupCallee(func::CallOp call) = 0;
+  /// Emits an error at `op` with notes naming the calls being
+  /// differentiated on the way to it.
+  virtual InFlightDiagnostic emitError(Operation *op, const Twine &message) = 0;
+};
+
 /// Whether values of `type` carry gradients (float scalars, ranked tensors
 /// of floats).
 bool isDifferentiableType(Type type);

@@ -103,29 +103,40 @@ private:
 };
 
 /// What a partial-derivative function may read: primal operands and the
-/// result (each read puts the value on the tape) and the result cotangent.
+/// result (in reverse mode each read puts the value on the tape) and the
+/// value to multiply by the partial derivative.
+///
+/// One function serves both modes. In reverse mode `cotangent` is the
+/// cotangent of the result and the function returns operand `index`'s
+/// contribution, `cotangent * dy/dx_index`; in forward mode `cotangent` is
+/// the tangent of operand `index` and the same expression is that operand's
+/// term of the result's tangent. This holds because the op is elementwise
+/// and its operands and result have one type (dy/dx_index is a number per
+/// element, so multiplying by it is its own transpose). Ops that change the
+/// type (arith.extf) get rules of their own.
 struct ElementwiseContext {
-  /// Emits the contribution into the pullback function.
+  /// Emits the contribution (into the pullback or the tangent function).
   RuleBuilder &b;
-  /// The reverse sweep, for anything beyond the accessors below.
-  ReverseEmitter &emitter;
-  /// The original op being reversed.
+  /// The original op being differentiated.
   Operation *op;
-  /// The cotangent of the op's (single) result.
+  /// The cotangent of the op's (single) result in reverse mode, the tangent
+  /// of operand `index` in forward mode.
   Value cotangent;
+  /// The value standing for an original value where the rule emits.
+  function_ref<Value(Value)> primal;
 
   /// Primal value of operand `index`.
-  Value x(unsigned index = 0) { return emitter.getPrimal(op->getOperand(index)); }
+  Value x(unsigned index = 0) { return primal(op->getOperand(index)); }
   /// Primal value of the (single) result.
-  Value y() { return emitter.getPrimal(op->getResult(0)); }
+  Value y() { return primal(op->getResult(0)); }
 };
 
-/// Returns the contribution to operand `index`'s cotangent, or null for none.
+/// Returns the contribution for operand `index`, or null for none.
 using ContributionFn = Value (*)(ElementwiseContext &, unsigned index);
 
-/// The model of a single-result op whose operands' cotangents are given by
-/// `Contribution`, called once per active operand. The forward sweep clones
-/// the op (the interface's default).
+/// The reverse model of a single-result op whose operands' cotangents are
+/// given by `Contribution`, called once per active operand. The forward
+/// sweep clones the op (the interface's default).
 template <typename OpT, ContributionFn Contribution>
 struct ElementwiseRule
     : ReverseRuleOpInterface::ExternalModel<ElementwiseRule<OpT, Contribution>,
@@ -134,8 +145,9 @@ struct ElementwiseRule
   /// operand i.
   LogicalResult emitReverse(Operation *op, ReverseEmitter &emitter) const {
     RuleBuilder b(emitter.getBuilder(), op->getLoc());
-    ElementwiseContext context{b, emitter, op,
-                               emitter.getCotangent(op->getResult(0))};
+    auto primal = [&](Value value) { return emitter.getPrimal(value); };
+    ElementwiseContext context{b, op, emitter.getCotangent(op->getResult(0)),
+                               primal};
     for (OpOperand &operand : op->getOpOperands()) {
       if (!emitter.isActive(operand.get()))
         continue;
@@ -146,8 +158,39 @@ struct ElementwiseRule
   }
 };
 
+/// The forward model of the same op: the result's tangent is the sum of
+/// `Contribution(context, i)` over the active operands i, with the
+/// context's `cotangent` set to operand i's tangent.
+template <typename OpT, ContributionFn Contribution>
+struct ElementwiseTangentRule
+    : TangentRuleOpInterface::ExternalModel<
+          ElementwiseTangentRule<OpT, Contribution>, OpT> {
+  /// Clones the op, then sums the terms of its active operands.
+  LogicalResult emitTangent(Operation *op, TangentEmitter &emitter) const {
+    if (failed(emitter.cloneOp(op)))
+      return failure();
+    RuleBuilder b(emitter.getBuilder(), op->getLoc());
+    auto primal = [&](Value value) { return emitter.lookup(value); };
+    Value tangent;
+    for (OpOperand &operand : op->getOpOperands()) {
+      if (!emitter.isActive(operand.get()))
+        continue;
+      ElementwiseContext context{b, op, emitter.getTangent(operand.get()),
+                                 primal};
+      Value term = Contribution(context, operand.getOperandNumber());
+      if (term)
+        tangent = tangent ? b.add(tangent, term) : term;
+    }
+    if (!tangent)
+      tangent = b.constant(0.0, emitter.lookup(op->getResult(0)));
+    emitter.setTangent(op->getResult(0), tangent);
+    return success();
+  }
+};
+
 /// The model of an op whose derivative is zero wherever it exists
-/// (floor, ceil, integer-to-float conversion): no cotangent flows back.
+/// (floor, ceil, integer-to-float conversion): no cotangent flows back, and
+/// the result's tangent is zero.
 template <typename OpT>
 struct ZeroDerivativeRule
     : ReverseRuleOpInterface::ExternalModel<ZeroDerivativeRule<OpT>, OpT> {
@@ -157,18 +200,64 @@ struct ZeroDerivativeRule
   }
 };
 
-/// Attaches ElementwiseRule<OpT, Fn> to OpT. Call it from a
+/// Forward half of ZeroDerivativeRule: clones the op, zero tangents.
+template <typename OpT>
+struct ZeroTangentRule
+    : TangentRuleOpInterface::ExternalModel<ZeroTangentRule<OpT>, OpT> {
+  LogicalResult emitTangent(Operation *op, TangentEmitter &emitter) const {
+    if (failed(emitter.cloneOp(op)))
+      return failure();
+    for (Value result : op->getResults())
+      if (emitter.isActive(result))
+        emitter.setTangent(result,
+                           createFilledLike(emitter.getBuilder(), op->getLoc(),
+                                            emitter.lookup(result), 0.0));
+    return success();
+  }
+};
+
+/// Emits `op` once more with each operand of differentiable type replaced
+/// by its tangent (others by their primal values) and makes the copy's
+/// results the tangents of `op`'s active results. Right for an op that is
+/// linear in its differentiable operands taken together (tensor.insert,
+/// tensor.extract_slice, arith.extf): its derivative is the op itself.
+/// `op` must have no regions; its primal must have been emitted.
+LogicalResult emitLinearTangent(Operation *op, TangentEmitter &emitter);
+
+/// The forward model of an op linear in its differentiable operands (see
+/// emitLinearTangent).
+template <typename OpT>
+struct LinearTangentRule
+    : TangentRuleOpInterface::ExternalModel<LinearTangentRule<OpT>, OpT> {
+  LogicalResult emitTangent(Operation *op, TangentEmitter &emitter) const {
+    if (failed(emitter.cloneOp(op)))
+      return failure();
+    return emitLinearTangent(op, emitter);
+  }
+};
+
+/// Attaches LinearTangentRule to each of OpTs.
+template <typename... OpTs>
+void attachLinearTangentRules(MLIRContext *context) {
+  (OpTs::template attachInterface<LinearTangentRule<OpTs>>(*context), ...);
+}
+
+/// Attaches ElementwiseRule<OpT, Fn> and ElementwiseTangentRule<OpT, Fn>
+/// to OpT: reverse and forward mode from one function. Call it from a
 /// DialectRegistry extension of OpT's dialect (the dialect must be loaded).
 template <typename OpT, ContributionFn Fn>
 void attachElementwiseRule(MLIRContext *context) {
-  OpT::template attachInterface<ElementwiseRule<OpT, Fn>>(*context);
+  OpT::template attachInterface<ElementwiseRule<OpT, Fn>,
+                                ElementwiseTangentRule<OpT, Fn>>(*context);
 }
 
-/// Attaches ZeroDerivativeRule to each of OpTs (same requirement as
-/// attachElementwiseRule).
+/// Attaches ZeroDerivativeRule and ZeroTangentRule to each of OpTs (same
+/// requirement as attachElementwiseRule).
 template <typename... OpTs>
 void attachZeroDerivativeRules(MLIRContext *context) {
-  (OpTs::template attachInterface<ZeroDerivativeRule<OpTs>>(*context), ...);
+  (OpTs::template attachInterface<ZeroDerivativeRule<OpTs>,
+                                  ZeroTangentRule<OpTs>>(*context),
+   ...);
 }
 
 } // namespace mlir::ad

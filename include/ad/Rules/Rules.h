@@ -1,7 +1,8 @@
 //===- Rules.h - registration of derivative rules ---------------*- C++ -*-===//
 //
 // Derivative rules of upstream ops are external models of
-// ReverseRuleOpInterface; these functions add them to a registry.
+// ReverseRuleOpInterface and TangentRuleOpInterface; these functions add
+// them to a registry.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,7 +25,13 @@ void registerSCFReverseRules(DialectRegistry &registry);
 /// Rules for linalg.generic (named linalg ops are generalized to it first)
 /// and for tensor.extract/insert.
 void registerLinalgReverseRules(DialectRegistry &registry);
-/// Every rule above.
+/// Forward-mode rules of scf.for, scf.while, scf.if, scf.index_switch and
+/// scf.execute_region (the tangents carried next to the primal values).
+void registerSCFTangentRules(DialectRegistry &registry);
+/// Forward-mode rules of linalg.generic and the tensor ops.
+void registerLinalgTangentRules(DialectRegistry &registry);
+/// Every rule above, reverse and forward. (The arith, math and func
+/// functions register both modes' rules of their ops.)
 void registerReverseRules(DialectRegistry &registry);
 
 } // namespace ad

@@ -193,6 +193,14 @@ enum class EntryKind {
   /// `ad.forward` + `ad.pullback`: takes f's arguments followed by one
   /// cotangent per float result of f, returns the gradients.
   Vjp,
+  /// `ad.jvp`: takes f's arguments followed by one tangent per
+  /// differentiated argument; returns f's results, then one tangent per
+  /// float result of f.
+  Jvp,
+  /// `ad.hvp`: takes f's arguments followed by one tangent per
+  /// differentiated argument; returns the Hessian-vector products, one per
+  /// differentiated argument (f has one float result).
+  Hvp,
 };
 
 /// One compiled function, callable any number of times from any thread.

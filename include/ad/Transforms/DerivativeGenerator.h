@@ -17,6 +17,7 @@
 #include "llvm/ADT/MapVector.h"
 
 #include <map>
+#include <memory>
 #include <vector>
 
 namespace mlir::ad {
@@ -31,6 +32,10 @@ inline constexpr unsigned kBranchTapeDepth = 3;
 class DerivativeGenerator {
 public:
   explicit DerivativeGenerator(ModuleOp module);
+  /// Uses `symbols`, the symbol table of the module, which other
+  /// generators (TangentGenerator) working on the module share: each sees
+  /// the functions the others add.
+  explicit DerivativeGenerator(SymbolTable &symbols);
 
   /// The derivative functions of `callee` with respect to the argument
   /// positions `wrt` (strictly increasing, each of differentiable type),
@@ -73,6 +78,10 @@ public:
   /// generated in this module.
   MemoryWriteCheck &getMemoryWriteCheck() { return memoryWrites; }
 
+  /// Forgets what was learnt of the calls between functions (reachability,
+  /// recursions): call after changing which functions call which.
+  void invalidateCallGraph();
+
   /// Functions reachable from `function` through calls.
   const llvm::SmallPtrSetImpl<Operation *> &reachableFrom(func::FuncOp function);
 
@@ -102,7 +111,8 @@ private:
   /// The first function of the module in the recursion of `function`.
   Operation *recursionRoot(func::FuncOp function);
 
-  SymbolTable symbolTable;
+  std::unique_ptr<SymbolTable> ownedSymbols;
+  SymbolTable &symbolTable;
   std::map<std::pair<Operation *, std::vector<int64_t>>, DerivativeFunctions>
       generated;
   /// Calls (or ad ops) whose callee is being differentiated, outermost first.

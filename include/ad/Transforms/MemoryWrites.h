@@ -57,6 +57,20 @@ private:
   SymbolTableCollection symbolTables;
 };
 
+/// Marks the derivative functions while they are in the scratch module
+/// where differentiation happens (removed when they move to the user's).
+inline constexpr const char kGeneratedAttrName[] = "ad.generated";
+
+/// Why `writer`, an op MemoryWriteCheck::findWrite returned, stops
+/// differentiation: the message of the error reported at it.
+std::string describeWrite(Operation *writer);
+
+/// An operand of `op` that depends on a differentiated argument (per
+/// `isVaried`) but has a type that cannot carry a derivative (an unranked
+/// tensor, a vector, a memref), or null. Differentiating `op` would drop
+/// that operand's derivative.
+Value findUncarriedOperand(Operation *op, MemoryWriteCheck::VariedFn isVaried);
+
 } // namespace mlir::ad
 
 #endif // AD_TRANSFORMS_MEMORYWRITES_H

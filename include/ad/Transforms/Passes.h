@@ -37,6 +37,13 @@ void populateAdjointSimplificationPatterns(RewritePatternSet &patterns);
 /// Applies the adjoint simplifications to `root` until nothing changes.
 void simplifyAdjoints(Operation *root);
 
+/// Replaces, within `root`, every application of a closure made by
+/// ad.make_pullback in the same function by a call of its pullback function
+/// and erases the closures. Fails with a diagnostic at a closure that
+/// escapes its function (returned, passed to a call, carried by control
+/// flow). `ad-lower-closures` applies it to a module.
+LogicalResult lowerClosures(Operation *root);
+
 /// Adds the passes that turn every ad op into upstream IR: derivative
 /// generation, then closure lowering.
 void buildDifferentiatePipeline(OpPassManager &pm);

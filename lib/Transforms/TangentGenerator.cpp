@@ -1,0 +1,244 @@
+//===- TangentGenerator.cpp - forward-mode tangent functions ----*- C++ -*-===//
+//
+// Differentiates one function in a single sweep, in program order: every op
+// is emitted into the tangent function, and each active op's
+// TangentRuleOpInterface rule follows its primal with the tangents of its
+// results. Region ops rebuild themselves with the tangents carried next to
+// the primal values; calls call the callee's tangent function, which makes
+// recursion work without a tape.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ad/Transforms/TangentGenerator.h"
+#include "ad/IR/ADDialect.h"
+#include "ad/Transforms/ActivityAnalysis.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/CallInterfaces.h"
+
+using namespace mlir;
+using namespace mlir::ad;
+
+FunctionType mlir::ad::getTangentFunctionType(func::FuncOp callee,
+                                              ArrayRef<int64_t> wrt) {
+  FunctionType type = callee.getFunctionType();
+  SmallVector<Type> inputs(type.getInputs());
+  for (int64_t position : wrt)
+    inputs.push_back(type.getInput(position));
+  SmallVector<Type> results(type.getResults());
+  for (Type result : type.getResults())
+    if (isDifferentiableType(result))
+      results.push_back(result);
+  return FunctionType::get(callee.getContext(), inputs, results);
+}
+
+namespace {
+
+/// The sweep over one function.
+class TangentSweep : public TangentEmitter {
+public:
+  TangentSweep(TangentGenerator &generator, func::FuncOp function,
+               ArrayRef<int64_t> wrt, Block *body)
+      : generator(generator), activity(function, wrt),
+        builder(OpBuilder::atBlockEnd(body)) {}
+
+  OpBuilder &getBuilder() override { return builder; }
+  bool isActive(Value original) const override {
+    return activity.isActive(original);
+  }
+  Value lookup(Value original) override {
+    Value value = mapping.lookupOrNull(original);
+    assert(value && "primal value used before it was emitted");
+    return value;
+  }
+  LogicalResult cloneOp(Operation *original) override {
+    builder.clone(*original, mapping);
+    return success();
+  }
+  void mapResults(Operation *original, ValueRange values) override {
+    mapping.map(original->getResults(), values);
+  }
+  void mapValues(ValueRange originals, ValueRange values) override {
+    mapping.map(originals, values);
+  }
+  Value getTangent(Value original) override {
+    if (Value tangent = tangents.lookup(original))
+      return tangent;
+    return createZerosLike(builder, original.getLoc(), original.getType(),
+                           lookup(original));
+  }
+  Value lookupTangent(Value original) override {
+    return tangents.lookup(original);
+  }
+  void setTangent(Value original, Value tangent) override {
+    assert(tangent.getType() == original.getType() &&
+           "a tangent has its primal's type");
+    tangents[original] = tangent;
+  }
+  LogicalResult emitOps(Block &original) override {
+    for (Operation &op : original.without_terminator())
+      if (failed(emitOp(op)))
+        return failure();
+    return success();
+  }
+  FailureOr<func::FuncOp> getTangentFunction(func::FuncOp callee,
+                                             ArrayRef<int64_t> wrt,
+                                             Operation *requester) override {
+    return generator.getOrCreate(callee, wrt, requester);
+  }
+  func::FuncOp lookupCallee(func::CallOp call) override {
+    return generator.lookupFunction(call.getCalleeAttr());
+  }
+  InFlightDiagnostic emitError(Operation *op, const Twine &message) override {
+    return generator.emitError(op, message);
+  }
+
+private:
+  LogicalResult emitOp(Operation &op) {
+    bool active = activity.isActive(&op);
+    auto rule = dyn_cast<TangentRuleOpInterface>(&op);
+    if (active && !rule) {
+      generator.emitError(&op, "no tangent rule for '" +
+                                   op.getName().getStringRef() +
+                                   "', whose result depends on a "
+                                   "differentiated argument");
+      return failure();
+    }
+    // An active call's rule differentiates its callee, whose ops are
+    // checked then.
+    if (!(active && isa<CallOpInterface>(op)) &&
+        failed(checkNoDifferentiableStore(op)))
+      return failure();
+    if (!active)
+      return cloneOp(&op);
+    if (Value operand = findUncarriedOperand(
+            &op, [&](Value value) { return activity.isVaried(value); })) {
+      generator.emitError(&op, "cannot differentiate '" +
+                                   op.getName().getStringRef() +
+                                   "': its operand of type ")
+          << operand.getType()
+          << " depends on a differentiated argument, but values of that "
+             "type cannot carry a derivative";
+      return failure();
+    }
+    return rule.emitTangent(*this);
+  }
+
+  /// Values that depend on a differentiated argument must not go through
+  /// memory, which the sweep does not follow.
+  LogicalResult checkNoDifferentiableStore(Operation &op) {
+    SmallVector<Operation *> via;
+    Operation *writer = generator.getMemoryWriteCheck().findWrite(
+        &op, [&](Value value) { return activity.isVaried(value); },
+        memoryChecked, via);
+    if (!writer)
+      return success();
+    InFlightDiagnostic diag =
+        generator.emitError(writer, describeWrite(writer));
+    for (Operation *call : via)
+      diag.attachNote(call->getLoc()) << "reached through this call";
+    return failure();
+  }
+
+  TangentGenerator &generator;
+  ActivityAnalysis activity;
+  OpBuilder builder;
+  IRMapping mapping;
+  DenseMap<Value, Value> tangents;
+  llvm::DenseSet<Operation *> memoryChecked;
+};
+
+} // namespace
+
+TangentGenerator::TangentGenerator(ModuleOp module)
+    : ownedSymbols(std::make_unique<SymbolTable>(module)),
+      symbolTable(*ownedSymbols) {}
+
+TangentGenerator::TangentGenerator(SymbolTable &symbols)
+    : symbolTable(symbols) {}
+
+InFlightDiagnostic TangentGenerator::emitError(Operation *op,
+                                               const Twine &message) {
+  InFlightDiagnostic diag = op->emitError(message);
+  for (Operation *requester : llvm::reverse(requesters)) {
+    Diagnostic &note = diag.attachNote(requester->getLoc());
+    note << "while differentiating this call";
+    if (auto callee = requester->getAttrOfType<FlatSymbolRefAttr>("callee"))
+      note << " of " << callee;
+  }
+  return diag;
+}
+
+func::FuncOp TangentGenerator::lookupFunction(SymbolRefAttr symbol) {
+  if (!symbol || !symbol.getNestedReferences().empty())
+    return nullptr;
+  return symbolTable.lookup<func::FuncOp>(symbol.getRootReference());
+}
+
+FailureOr<func::FuncOp>
+TangentGenerator::getOrCreate(func::FuncOp callee, ArrayRef<int64_t> wrt,
+                              Operation *requester) {
+  auto key = std::make_pair(callee.getOperation(),
+                            std::vector<int64_t>(wrt.begin(), wrt.end()));
+  auto it = generated.find(key);
+  if (it != generated.end())
+    return it->second;
+  if (callee.isExternal()) {
+    emitError(requester, "cannot differentiate this call: '" +
+                             callee.getSymName() +
+                             "' has no body in this module");
+    return failure();
+  }
+  if (!callee.getBody().hasOneBlock()) {
+    emitError(callee, "cannot differentiate '" + callee.getSymName() +
+                          "': it has several blocks (unstructured control "
+                          "flow that was not lifted to scf)");
+    return failure();
+  }
+  std::string name = (callee.getSymName() + "_ad_jvp").str();
+  for (int64_t position : wrt)
+    name += "_" + std::to_string(position);
+  OpBuilder builder(callee);
+  builder.setInsertionPointAfter(callee);
+  auto tangent = func::FuncOp::create(builder, callee.getLoc(), name,
+                                      getTangentFunctionType(callee, wrt));
+  tangent.setPrivate();
+  symbolTable.insert(tangent);
+  tangent.addEntryBlock();
+  // Registered before its body is emitted: a recursive call finds it here.
+  generated[key] = tangent;
+  requesters.push_back(requester);
+  LogicalResult result = generate(callee, wrt, tangent);
+  requesters.pop_back();
+  if (failed(result)) {
+    generated.erase(key);
+    symbolTable.erase(tangent);
+    return failure();
+  }
+  return tangent;
+}
+
+LogicalResult TangentGenerator::generate(func::FuncOp callee,
+                                         ArrayRef<int64_t> wrt,
+                                         func::FuncOp tangent) {
+  Block &original = callee.getBody().front();
+  Block *body = &tangent.getBody().front();
+  TangentSweep sweep(*this, callee, wrt, body);
+  unsigned numArguments = callee.getNumArguments();
+  sweep.mapValues(original.getArguments(),
+                  body->getArguments().take_front(numArguments));
+  for (auto [index, position] : llvm::enumerate(wrt))
+    sweep.setTangent(original.getArgument(position),
+                     body->getArgument(numArguments + index));
+  if (failed(sweep.emitOps(original)))
+    return failure();
+  Operation *terminator = original.getTerminator();
+  SmallVector<Value> results;
+  for (Value returned : terminator->getOperands())
+    results.push_back(sweep.lookup(returned));
+  for (Value returned : terminator->getOperands())
+    if (isDifferentiableType(returned.getType()))
+      results.push_back(sweep.getTangent(returned));
+  func::ReturnOp::create(sweep.getBuilder(), terminator->getLoc(), results);
+  return success();
+}
