@@ -247,6 +247,8 @@ private:
       if (failed(rewrite(request)))
         return failure();
     generator.invalidateCallGraph();
+    generator.getMemoryWriteCheck().invalidate();
+    tangents.getMemoryWriteCheck().invalidate();
     return lowerClosures(function);
   }
 

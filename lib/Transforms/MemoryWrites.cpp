@@ -94,7 +94,7 @@ Operation *MemoryWriteCheck::findWrite(Operation *op, VariedFn isVaried,
     if (positions.empty())
       return WalkResult::advance();
     auto callee = symbol ? dyn_cast_or_null<func::FuncOp>(
-                               symbolTables.lookupNearestSymbolFrom(nested,
+                               symbolTables->lookupNearestSymbolFrom(nested,
                                                                     symbol))
                          : func::FuncOp();
     // A function without a body here may do anything with the value.

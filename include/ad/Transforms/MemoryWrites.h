@@ -16,6 +16,7 @@
 #include "llvm/ADT/DenseSet.h"
 
 #include <map>
+#include <memory>
 #include <vector>
 
 namespace mlir::ad {
@@ -37,6 +38,13 @@ public:
                        llvm::DenseSet<Operation *> &skip,
                        SmallVectorImpl<Operation *> &via);
 
+  /// Forgets what was learnt of functions and symbols: call after adding
+  /// functions, or calls, to functions already checked.
+  void invalidate() {
+    callees.clear();
+    symbolTables = std::make_unique<SymbolTableCollection>();
+  }
+
 private:
   /// Whether `op` itself may write a varied value (calls excepted).
   bool writesVaried(Operation *op, VariedFn isVaried);
@@ -54,7 +62,8 @@ private:
   };
   std::map<std::pair<Operation *, std::vector<int64_t>>, CalleeResult>
       callees;
-  SymbolTableCollection symbolTables;
+  std::unique_ptr<SymbolTableCollection> symbolTables =
+      std::make_unique<SymbolTableCollection>();
 };
 
 /// Marks the derivative functions while they are in the scratch module

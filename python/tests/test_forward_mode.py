@@ -1,0 +1,511 @@
+"""Forward mode (ad.jvp), Hessian-vector products (ad.hvp), second order and
+ad.stop_gradient through the package.
+
+The central check is the dot-product test: for every function of every
+program of the other test modules, <ybar, jvp(x; t)> = <vjp(x)(ybar), t>
+for random t and ybar. Forward and reverse mode are generated independently
+(tangent rules against reverse rules), so their agreement to near machine
+precision checks both. Finite differences check jvp on its own, and
+finite differences of gradients check hvp."""
+
+import importlib
+import re
+
+import numpy as np
+import pytest
+
+import mlir_ad
+from conftest import assert_grads_close, numerical_grad
+
+# ---------------------------------------------------------------------------
+# The dot-product test over the programs of the other test modules.
+
+PROGRAM_MODULES = ["test_programs", "test_scalar_grads", "test_tensor_grads",
+                   "test_vjp", "test_wrt", "test_types"]
+
+
+def _program_sources():
+    sources = []
+    for name in PROGRAM_MODULES:
+        module = importlib.import_module(name)
+        for attr, value in sorted(vars(module).items()):
+            if isinstance(value, str) and "func.func" in value:
+                sources.append(pytest.param(name, attr, id=f"{name}.{attr}"))
+    return sources
+
+
+def _compile_program(module_name, attr):
+    text = getattr(importlib.import_module(module_name), attr)
+    # Some sources are templates over the float type T.
+    text = re.sub(r"(\b|(?<=x))T\b", "f64", text)
+    try:
+        return mlir_ad.compile(text)
+    except mlir_ad.CompileError:
+        return None
+
+
+def _sample(type_desc, rng, size):
+    """A random argument for a type (element, shape, mlir type, dtype,
+    differentiable); None when the test does not know how to make one."""
+    element, shape, _, dtype, differentiable = type_desc
+    if dtype is None:
+        return None
+    if shape is None:
+        if differentiable:
+            return float(rng.uniform(0.5, 1.5))
+        if element == "i1":
+            return True
+        return size
+    dims = tuple(size if d is None or d < 0 else d for d in shape)
+    if differentiable:
+        return rng.uniform(0.5, 1.5, dims).astype(dtype)
+    return np.full(dims, 1, dtype=dtype)
+
+
+def _inner(a, b):
+    return float(np.sum(np.asarray(a, np.float64) * np.asarray(b, np.float64)))
+
+
+def _tuple(x):
+    return x if isinstance(x, tuple) else (x,)
+
+
+# Relative error of each function checked (bench/forward-mode.py reports it).
+DOT_PRODUCT_ERRORS = {}
+
+
+@pytest.mark.parametrize("module_name, attr", _program_sources())
+def test_dot_product_of_jvp_and_vjp(module_name, attr):
+    m = _compile_program(module_name, attr)
+    if m is None:
+        pytest.skip("a program of error tests")
+    rng = np.random.default_rng(7)
+    checked = 0
+    worst = 0.0
+    for name in m.functions:
+        fun = m[name]
+        try:
+            inputs, results = m._program.signature(name)
+        except Exception:
+            continue
+        if not fun.differentiable_arguments:
+            continue
+        float_results = [i for i, r in enumerate(results) if r[4]]
+        if not float_results or any(r[3] is None for r in results):
+            continue
+        # f64 only: the test wants machine precision.
+        if any(t[4] and t[0] != "f64" for t in list(inputs) + list(results)):
+            continue
+        args = None
+        for size in (3, 2, 4, 1):
+            candidate = [_sample(t, rng, size) for t in inputs]
+            if any(a is None for a in candidate):
+                break
+            try:
+                outputs = _tuple(fun(*candidate))
+            except Exception:
+                continue
+            if all(np.all(np.isfinite(np.asarray(outputs[i], np.float64)))
+                   for i in float_results):
+                args = candidate
+                break
+        if args is None:
+            continue
+        positions = fun.differentiable_arguments
+        tangents = [rng.standard_normal(np.shape(args[p])) if np.ndim(args[p])
+                    else float(rng.standard_normal()) for p in positions]
+        tangents = [t.astype(np.float64) if isinstance(t, np.ndarray) else t
+                    for t in tangents]
+        values, result_tangents = mlir_ad.jvp(fun, tuple(args), tuple(tangents))
+        values = _tuple(values)
+        result_tangents = _tuple(result_tangents)
+        assert len(result_tangents) == len(float_results)
+        for got, want in zip(values, outputs):
+            np.testing.assert_allclose(np.asarray(got, np.float64),
+                                       np.asarray(want, np.float64),
+                                       rtol=1e-12, atol=0)
+        cotangents = [rng.standard_normal(np.shape(values[i])) if np.ndim(values[i])
+                      else float(rng.standard_normal()) for i in float_results]
+        _, pullback = mlir_ad.vjp(fun)(*args)
+        grads = _tuple(pullback(*cotangents))
+        lhs = sum(_inner(c, t) for c, t in zip(cotangents, result_tangents))
+        rhs = sum(_inner(g, t) for g, t in zip(grads, tangents))
+        scale = sum(abs(_inner(np.abs(c), np.abs(t)))
+                    for c, t in zip(cotangents, result_tangents)) + \
+            sum(abs(_inner(np.abs(g), np.abs(t))) for g, t in zip(grads, tangents))
+        error = abs(lhs - rhs) / max(scale, 1e-300)
+        worst = max(worst, error)
+        assert error < 1e-10, (name, lhs, rhs)
+        checked += 1
+        DOT_PRODUCT_ERRORS[f"{module_name}.{attr}.{name}"] = error
+    if checked == 0:
+        pytest.skip("no function with float arguments and results to check")
+
+
+# ---------------------------------------------------------------------------
+# jvp against finite differences, every float type.
+
+SCALARS = """
+func.func @mix(%x: T, %y: T, %n: index) -> (T, i32, T) {
+  %s = math.sin %x : T
+  %e = math.exp %y : T
+  %p = arith.mulf %s, %e : T
+  %t = math.tanh %p : T
+  %a = math.atan2 %x, %y : T
+  %q = math.powf %y, %x : T
+  %m = arith.maximumf %t, %a : T
+  %er = math.erf %q : T
+  %r = arith.addf %m, %er : T
+  %k = arith.constant 7 : i32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %w = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %r) -> T {
+    %sq = arith.mulf %acc, %acc : T
+    %h = arith.constant 0.5 : T
+    %hs = arith.mulf %sq, %h : T
+    %v = math.cos %hs : T
+    %z = arith.addf %v, %x : T
+    scf.yield %z : T
+  }
+  return %w, %k, %r : T, i32, T
+}
+"""
+
+
+@pytest.mark.parametrize("dtype, mlir, rtol", [(np.float64, "f64", 1e-7),
+                                                (np.float32, "f32", 2e-2)])
+def test_jvp_of_scalars_against_finite_differences(dtype, mlir, rtol):
+    m = mlir_ad.compile(SCALARS.replace("T", mlir))
+    x, y, tx, ty = 0.7, 1.3, 0.4, -0.9
+    (w, k, r), (tw, tr) = mlir_ad.jvp(m.mix, (x, y, 3), (tx, ty))
+    assert k == 7
+    eps = 1e-6
+    plus = m.mix(x + eps * tx, y + eps * ty, 3)
+    minus = m.mix(x - eps * tx, y - eps * ty, 3)
+    if dtype == np.float64:
+        fd = [(plus[0] - minus[0]) / (2 * eps), (plus[2] - minus[2]) / (2 * eps)]
+    else:
+        m64 = mlir_ad.compile(SCALARS.replace("T", "f64"))
+        p = m64.mix(x + eps * tx, y + eps * ty, 3)
+        q = m64.mix(x - eps * tx, y - eps * ty, 3)
+        fd = [(p[0] - q[0]) / (2 * eps), (p[2] - q[2]) / (2 * eps)]
+    np.testing.assert_allclose([tw, tr], fd, rtol=rtol)
+    # wrt: only y varies.
+    _, (tw_y, tr_y) = mlir_ad.jvp(m.mix, (x, y, 3), (ty,), wrt=[1])
+    _, (tw_x, tr_x) = mlir_ad.jvp(m.mix, (x, y, 3), tx, wrt=0)
+    np.testing.assert_allclose([tw_x + tw_y, tr_x + tr_y], [tw, tr],
+                               rtol=1e-5 if dtype == np.float32 else 1e-12)
+
+
+def test_jvp_of_f16_runs_alongside_f32():
+    m16 = mlir_ad.compile(SCALARS.replace("T", "f16"))
+    m32 = mlir_ad.compile(SCALARS.replace("T", "f32"))
+    _, (t16, _) = mlir_ad.jvp(m16.mix, (0.7, 1.3, 2), (0.4, -0.9))
+    _, (t32, _) = mlir_ad.jvp(m32.mix, (0.7, 1.3, 2), (0.4, -0.9))
+    assert float(t16) == pytest.approx(float(t32), rel=3e-2, abs=3e-2)
+
+
+TENSORS = """
+// A while loop with a data-dependent trip count over a dynamic tensor,
+// a matmul, a max reduction, slices and a pad.
+func.func @net(%w: tensor<3x4xf64>, %x: tensor<?x3xf64>, %limit: f64) -> (tensor<?x4xf64>, f64) {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x3xf64>
+  %e = tensor.empty(%n) : tensor<?x4xf64>
+  %z = arith.constant 0.0 : f64
+  %f = linalg.fill ins(%z : f64) outs(%e : tensor<?x4xf64>) -> tensor<?x4xf64>
+  %h = linalg.matmul ins(%x, %w : tensor<?x3xf64>, tensor<3x4xf64>) outs(%f : tensor<?x4xf64>) -> tensor<?x4xf64>
+  %a = math.tanh %h : tensor<?x4xf64>
+  %one = arith.constant 1.0 : f64
+  %r:2 = scf.while (%v = %a, %s = %one) : (tensor<?x4xf64>, f64) -> (tensor<?x4xf64>, f64) {
+    %go = arith.cmpf olt, %s, %limit : f64
+    scf.condition(%go) %v, %s : tensor<?x4xf64>, f64
+  } do {
+  ^bb0(%v: tensor<?x4xf64>, %s: f64):
+    %sq = arith.mulf %v, %v : tensor<?x4xf64>
+    %sin = math.sin %sq : tensor<?x4xf64>
+    %two = arith.constant 2.0 : f64
+    %s2 = arith.mulf %s, %two : f64
+    scf.yield %sin, %s2 : tensor<?x4xf64>, f64
+  }
+  %init = tensor.from_elements %z : tensor<f64>
+  %mx = linalg.reduce ins(%r#0 : tensor<?x4xf64>) outs(%init : tensor<f64>) dimensions = [0, 1]
+    (%p: f64, %q: f64) {
+      %t = arith.maximumf %p, %q : f64
+      linalg.yield %t : f64
+    }
+  %m = tensor.extract %mx[] : tensor<f64>
+  %col = tensor.extract_slice %r#0[0, 1] [%n, 2] [1, 1] : tensor<?x4xf64> to tensor<?x2xf64>
+  %pad = tensor.pad %col low[0, 1] high[0, 1] {
+  ^bb0(%i: index, %j: index):
+    tensor.yield %m : f64
+  } : tensor<?x2xf64> to tensor<?x4xf64>
+  %out = arith.addf %pad, %r#0 : tensor<?x4xf64>
+  return %out, %m : tensor<?x4xf64>, f64
+}
+"""
+
+
+def test_jvp_of_tensor_program_against_finite_differences(rng):
+    m = mlir_ad.compile(TENSORS)
+    w = rng.uniform(-0.5, 0.5, (3, 4))
+    x = rng.uniform(-0.5, 0.5, (5, 3))
+    tw, tx = rng.standard_normal((3, 4)), rng.standard_normal((5, 3))
+    (out, mx), (tout, tm) = mlir_ad.jvp(m.net, (w, x, 6.0), (tw, tx, 0.0))
+    eps = 1e-6
+    p = m.net(w + eps * tw, x + eps * tx, 6.0)
+    q = m.net(w - eps * tw, x - eps * tx, 6.0)
+    np.testing.assert_allclose(tout, (p[0] - q[0]) / (2 * eps), rtol=1e-6,
+                               atol=1e-8)
+    assert tm == pytest.approx((p[1] - q[1]) / (2 * eps), rel=1e-6)
+
+
+RECURSION = """
+// g(n, x) = g(n-1, x) * x + sin(g(n-2, x)), g(0) = 1, g(1) = x
+func.func @g(%n: index, %x: f64) -> f64 {
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %small = arith.cmpi ult, %n, %c2 : index
+  %r = scf.if %small -> f64 {
+    %is0 = arith.cmpi eq, %n, %c1 : index
+    %one = arith.constant 1.0 : f64
+    %v = arith.select %is0, %x, %one : f64
+    scf.yield %v : f64
+  } else {
+    %n1 = arith.subi %n, %c1 : index
+    %n2 = arith.subi %n, %c2 : index
+    %a = func.call @g(%n1, %x) : (index, f64) -> f64
+    %b = func.call @g(%n2, %x) : (index, f64) -> f64
+    %ax = arith.mulf %a, %x : f64
+    %sb = math.sin %b : f64
+    %s = arith.addf %ax, %sb : f64
+    scf.yield %s : f64
+  }
+  return %r : f64
+}
+"""
+
+
+def test_jvp_through_recursion():
+    m = mlir_ad.compile(RECURSION)
+    for n in (0, 1, 2, 7):
+        y, t = mlir_ad.jvp(m.g, (n, 0.9), (1.0,))
+        assert y == m.g(n, 0.9)
+        fd = (m.g(n, 0.9 + 1e-6) - m.g(n, 0.9 - 1e-6)) / 2e-6
+        assert t == pytest.approx(fd, rel=1e-6, abs=1e-9)
+        assert t == pytest.approx(mlir_ad.grad(m.g)(n, 0.9)[0], rel=1e-12)
+
+
+# ---------------------------------------------------------------------------
+# Second order.
+
+STRAIGHT = """
+func.func @f(%x: f64, %w: tensor<4xf64>) -> f64 {
+  %e = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> ()>],
+                       iterator_types = ["reduction"]}
+      ins(%w : tensor<4xf64>) outs(%init : tensor<f64>) {
+    ^bb0(%a: f64, %acc: f64):
+      %xa = arith.mulf %a, %x : f64
+      %s = math.sin %xa : f64
+      %sq = arith.mulf %s, %a : f64
+      %r = arith.addf %acc, %sq : f64
+      linalg.yield %r : f64
+  } -> tensor<f64>
+  %v = tensor.extract %e[] : tensor<f64>
+  %c = arith.cmpf ogt, %x, %v : f64
+  %y = scf.if %c -> f64 {
+    %t = func.call @helper(%x, %v) : (f64, f64) -> f64
+    scf.yield %t : f64
+  } else {
+    %t = math.exp %v : f64
+    scf.yield %t : f64
+  }
+  return %y : f64
+}
+func.func @helper(%a: f64, %b: f64) -> f64 {
+  %p = arith.mulf %a, %b : f64
+  %l = math.log1p %p : f64
+  %q = arith.divf %l, %a : f64
+  return %q : f64
+}
+// jvp of a function that takes a gradient gives the hvp too.
+func.func @gradient(%x: f64, %w: tensor<4xf64>) -> (f64, tensor<4xf64>) {
+  %gx, %gw = ad.grad @f(%x, %w) : (f64, tensor<4xf64>) -> (f64, tensor<4xf64>)
+  return %gx, %gw : f64, tensor<4xf64>
+}
+// grad of a function that takes a gradient: reverse over reverse.
+func.func @slope_x(%x: f64, %w: tensor<4xf64>) -> f64 {
+  %gx, %gw = ad.grad @f(%x, %w) : (f64, tensor<4xf64>) -> (f64, tensor<4xf64>)
+  return %gx : f64
+}
+"""
+STRAIGHT = STRAIGHT.replace(
+    "func.func @f(%x: f64, %w: tensor<4xf64>) -> f64 {\n",
+    "func.func @f(%x: f64, %w: tensor<4xf64>) -> f64 {\n"
+    "  %zero = arith.constant 0.0 : f64\n"
+    "  %init = tensor.from_elements %zero : tensor<f64>\n", 1)
+
+
+@pytest.mark.parametrize("x", [2.5, 0.3])  # both branches
+def test_hvp_against_finite_differences_of_gradients(x, rng):
+    m = mlir_ad.compile(STRAIGHT)
+    w = rng.uniform(0.2, 1.0, 4)
+    vx, vw = 0.7, rng.standard_normal(4)
+    hx, hw = mlir_ad.hvp(m.f, (x, w), (vx, vw))
+    eps = 1e-5
+    gp = mlir_ad.grad(m.f)(x + eps * vx, w + eps * vw)
+    gm = mlir_ad.grad(m.f)(x - eps * vx, w - eps * vw)
+    assert_grads_close((hx, hw), [(a - b) / (2 * eps) for a, b in zip(gp, gm)],
+                       rtol=1e-6, atol=1e-8)
+    # The same from ad.jvp of a function containing ad.grad.
+    (gx, gw), (jx, jw) = mlir_ad.jvp(m.gradient, (x, w), (vx, vw))
+    assert_grads_close((gx, gw), mlir_ad.grad(m.f)(x, w), rtol=1e-14, atol=0)
+    assert_grads_close((jx, jw), (hx, hw), rtol=1e-12, atol=1e-14)
+    # Reverse over reverse: the first row of the Hessian.
+    hrow = mlir_ad.grad(m.slope_x)(x, w)
+    e0 = mlir_ad.hvp(m.f, (x, w), (1.0, np.zeros(4)))
+    assert_grads_close(hrow, e0, rtol=1e-12, atol=1e-14)
+
+
+def test_hvp_closed_form():
+    m = mlir_ad.compile("""
+    func.func @q(%x: f64, %y: f64) -> f64 {
+      %xx = arith.mulf %x, %x : f64
+      %xxy = arith.mulf %xx, %y : f64
+      %s = math.sin %y : f64
+      %r = arith.addf %xxy, %s : f64
+      return %r : f64
+    }""")
+    # H = [[2y, 2x], [2x, -sin y]]
+    x, y, vx, vy = 1.5, 0.4, 0.3, -2.0
+    hx, hy = mlir_ad.hvp(m.q, (x, y), (vx, vy))
+    assert hx == pytest.approx(2 * y * vx + 2 * x * vy, rel=1e-14)
+    assert hy == pytest.approx(2 * x * vx - np.sin(y) * vy, rel=1e-14)
+    assert mlir_ad.hvp(m.q, (x, y), vy, wrt=1) == pytest.approx(-np.sin(y) * vy)
+
+
+def test_jvp_of_jvp_is_a_second_directional_derivative():
+    m = mlir_ad.compile("""
+    func.func @f(%x: f64) -> f64 {
+      %s = math.sin %x : f64
+      %e = math.exp %s : f64
+      return %e : f64
+    }
+    func.func @df(%x: f64, %t: f64) -> f64 {
+      %y, %ty = ad.jvp @f(%x) tangents(%t) : (f64) -> (f64, f64)
+      return %ty : f64
+    }""")
+    x = 0.8
+    _, d2 = mlir_ad.jvp(m.df, (x, 1.0), (1.0,), wrt=0)
+    # d2/dx2 exp(sin x) = exp(sin x) (cos^2 x - sin x)
+    assert d2 == pytest.approx(np.exp(np.sin(x)) * (np.cos(x) ** 2 - np.sin(x)),
+                               rel=1e-13)
+
+
+def test_hvp_of_a_loop_is_a_clear_error():
+    m = mlir_ad.compile("""
+    func.func @f(%x: f64, %n: index) -> f64 {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %r = scf.for %i = %c0 to %n step %c1 iter_args(%a = %x) -> f64 {
+        %s = math.sin %a : f64
+        scf.yield %s : f64
+      }
+      return %r : f64
+    }""")
+    with pytest.raises(mlir_ad.CompileError, match="keeps its tape in memory"):
+        mlir_ad.hvp(m.f, (0.5, 3), (1.0,))
+
+
+# ---------------------------------------------------------------------------
+# stop_gradient
+
+LSE = """
+func.func @lse(%x: tensor<?xf64>) -> f64 {
+  %c0 = arith.constant 0 : index
+  %ninf = arith.constant 0xFFF0000000000000 : f64
+  %init = tensor.from_elements %ninf : tensor<f64>
+  %mt = linalg.reduce ins(%x : tensor<?xf64>) outs(%init : tensor<f64>) dimensions = [0]
+    (%a: f64, %b: f64) {
+      %m = arith.maximumf %a, %b : f64
+      linalg.yield %m : f64
+    }
+  %m0 = tensor.extract %mt[] : tensor<f64>
+  %m = STOP
+  %n = tensor.dim %x, %c0 : tensor<?xf64>
+  %e = tensor.empty(%n) : tensor<?xf64>
+  %ex = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>],
+                        iterator_types = ["parallel"]}
+      ins(%x : tensor<?xf64>) outs(%e : tensor<?xf64>) {
+    ^bb0(%a: f64, %o: f64):
+      %d = arith.subf %a, %m : f64
+      %v = math.exp %d : f64
+      linalg.yield %v : f64
+  } -> tensor<?xf64>
+  %z = arith.constant 0.0 : f64
+  %zi = tensor.from_elements %z : tensor<f64>
+  %st = linalg.reduce ins(%ex : tensor<?xf64>) outs(%zi : tensor<f64>) dimensions = [0]
+    (%a: f64, %b: f64) {
+      %s = arith.addf %a, %b : f64
+      linalg.yield %s : f64
+    }
+  %s = tensor.extract %st[] : tensor<f64>
+  %l = math.log %s : f64
+  %r = arith.addf %l, %m : f64
+  return %r : f64
+}
+"""
+
+
+def test_stop_gradient_keeps_the_gradient_of_a_shift_invariant_function(rng):
+    stopped = mlir_ad.compile(LSE.replace("STOP", "ad.stop_gradient %m0 : f64"))
+    plain = mlir_ad.compile(LSE.replace("%m = STOP", "%m = arith.addf %m0, %z0 : f64")
+                            .replace("%c0 = arith.constant 0 : index",
+                                     "%c0 = arith.constant 0 : index\n"
+                                     "  %z0 = arith.constant 0.0 : f64"))
+    x = rng.standard_normal(50)
+    softmax = np.exp(x - x.max()) / np.exp(x - x.max()).sum()
+    assert stopped.lse(x) == pytest.approx(plain.lse(x), rel=1e-14)
+    (g,) = mlir_ad.grad(stopped.lse)(x)
+    np.testing.assert_allclose(g, softmax, rtol=1e-12)
+    np.testing.assert_allclose(mlir_ad.grad(plain.lse)(x)[0], softmax,
+                               rtol=1e-12, atol=1e-15)
+    t = rng.standard_normal(50)
+    _, tl = mlir_ad.jvp(stopped.lse, (x,), (t,))
+    assert tl == pytest.approx(float(softmax @ t), rel=1e-12)
+
+
+def test_stop_gradient_has_zero_derivative():
+    m = mlir_ad.compile("""
+    func.func @f(%x: f64) -> f64 {
+      %s = ad.stop_gradient %x : f64
+      %y = arith.mulf %s, %x : f64
+      return %y : f64
+    }""")
+    assert m.f(3.0) == 9.0
+    assert mlir_ad.grad(m.f)(3.0)[0] == 3.0
+    assert mlir_ad.jvp(m.f, (3.0,), (1.0,))[1] == 3.0
+
+
+# ---------------------------------------------------------------------------
+# Errors
+
+def test_jvp_argument_errors():
+    m = mlir_ad.compile("""
+    func.func @f(%x: f64, %v: tensor<?xf64>) -> f64 {
+      %c0 = arith.constant 0 : index
+      %e = tensor.extract %v[%c0] : tensor<?xf64>
+      %y = arith.mulf %e, %x : f64
+      return %y : f64
+    }""")
+    v = np.ones(3)
+    with pytest.raises(TypeError, match="takes 2 tangents"):
+        mlir_ad.jvp(m.f, (1.0, v), (1.0,))
+    with pytest.raises(TypeError, match="tangent 1"):
+        mlir_ad.jvp(m.f, (1.0, v), (1.0, "no"))
+    with pytest.raises(ValueError, match="tangent 1 differs from argument 1"):
+        mlir_ad.jvp(m.f, (1.0, v), (1.0, np.ones(4)))
+    with pytest.raises(TypeError, match="tuple"):
+        mlir_ad.jvp(m.f, 1.0, (1.0,))
+    _, t = mlir_ad.jvp(m.f, (2.0, v), (1.0, np.full(3, 2.0)))
+    assert t == 1.0 + 2.0 * 2.0
