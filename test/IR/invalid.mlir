@@ -266,3 +266,92 @@ func.func @caller(%a: vector<4xf64>, %x: f64) {
   %g:2 = ad.grad @vec(%a, %x) : (vector<4xf64>, f64) -> (vector<4xf64>, f64)
   return
 }
+
+// -----
+
+func.func @f(%x: f64, %w: tensor<4xf64>, %n: index) -> f64 {
+  return %x : f64
+}
+
+func.func @jvp_tangent_count(%x: f64, %w: tensor<4xf64>, %n: index, %t: f64) {
+  // expected-error @+1 {{expected 2 tangents (one per differentiated argument), got 1}}
+  %y, %ty = ad.jvp @f(%x, %w, %n) tangents(%t) : (f64, tensor<4xf64>, index) -> (f64, f64)
+  return
+}
+
+// -----
+
+func.func @f(%x: f64, %w: tensor<4xf64>, %n: index) -> f64 {
+  return %x : f64
+}
+
+func.func @jvp_result_count(%x: f64, %w: tensor<4xf64>, %n: index, %t: f64, %tw: tensor<4xf64>) {
+  // expected-error @+1 {{'ad.jvp' op expected 2 results (1 of @f, then one tangent per float result), got 1}}
+  %y = ad.jvp @f(%x, %w, %n) tangents(%t, %tw) : (f64, tensor<4xf64>, index) -> (f64)
+  return
+}
+
+// -----
+
+func.func @f(%x: f64, %w: tensor<4xf64>, %n: index) -> f64 {
+  return %x : f64
+}
+
+func.func @jvp_tangent_result_type(%x: f64, %w: tensor<4xf64>, %n: index, %t: f64, %tw: tensor<4xf64>) {
+  // expected-error @+1 {{'ad.jvp' op result #1 has type 'f32' but the tangent it stands for has type 'f64'}}
+  %y, %ty = ad.jvp @f(%x, %w, %n) tangents(%t, %tw) : (f64, tensor<4xf64>, index) -> (f64, f32)
+  return
+}
+
+// -----
+
+func.func @f(%x: f64, %w: tensor<4xf64>, %n: index) -> f64 {
+  return %x : f64
+}
+
+func.func @jvp_wrt_integer(%x: f64, %w: tensor<4xf64>, %n: index) {
+  // expected-error @+1 {{'ad.jvp' op wrt position 2 names an argument of type 'index', which is not differentiable}}
+  %y, %ty = ad.jvp @f(%x, %w, %n) tangents(%n) {wrt = array<i64: 2>} : (f64, tensor<4xf64>, index) -> (f64, f64)
+  return
+}
+
+// -----
+
+func.func @g(%x: f64) -> (f64, f64) {
+  return %x, %x : f64, f64
+}
+
+func.func @hvp_needs_one_result(%x: f64) {
+  // expected-error @+1 {{'ad.hvp' op needs @g to return exactly one float scalar or rank-0 tensor of floats, but it returns (f64, f64)}}
+  %h = ad.hvp @g(%x) tangents(%x) : (f64) -> f64
+  return
+}
+
+// -----
+
+func.func @f(%x: f64) -> f64 {
+  return %x : f64
+}
+
+func.func @hvp_result_type(%x: f64) {
+  // expected-error @+1 {{'ad.hvp' op result #0 has type 'f32' but the gradient of its argument has type 'f64'}}
+  %h = ad.hvp @f(%x) tangents(%x) : (f64) -> f32
+  return
+}
+
+// -----
+
+func.func @stop_gradient_integer(%k: i32) {
+  // expected-error @+1 {{'ad.stop_gradient' op operand has type 'i32', expected a float or a ranked tensor of floats}}
+  %s = ad.stop_gradient %k : i32
+  return
+}
+
+// -----
+
+func.func @stop_gradient_type_mismatch(%x: f64) {
+  // expected-error @+2 {{use of value '%x' expects different type than prior uses: 'f32' vs 'f64'}}
+  // expected-note @-2 {{prior use here}}
+  %s = ad.stop_gradient %x : f32
+  return
+}

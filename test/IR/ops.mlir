@@ -61,3 +61,34 @@ func.func @make_pullback(%t: f64) -> !ad.pullback<(f64) -> f64> {
   %pb = ad.make_pullback @f_pb(%t) : (f64) -> !ad.pullback<(f64) -> f64>
   return %pb : !ad.pullback<(f64) -> f64>
 }
+
+// CHECK-LABEL: func.func @jvp
+func.func @jvp(%x: f64, %w: tensor<4xf64>, %n: index, %tx: f64, %tw: tensor<4xf64>) -> (f64, f64) {
+  // CHECK: ad.jvp @f(%{{.*}}, %{{.*}}, %{{.*}}) tangents(%{{.*}}, %{{.*}}) : (f64, tensor<4xf64>, index) -> (f64, f64)
+  %y, %ty = ad.jvp @f(%x, %w, %n) tangents(%tx, %tw) : (f64, tensor<4xf64>, index) -> (f64, f64)
+  return %y, %ty : f64, f64
+}
+
+// CHECK-LABEL: func.func @jvp_wrt
+func.func @jvp_wrt(%x: f32, %k: i32, %t: f32) -> (f32, i32, tensor<?xf32>, f32, tensor<?xf32>) {
+  // CHECK: ad.jvp @two(%{{.*}}, %{{.*}}) tangents(%{{.*}}) {wrt = array<i64: 0>} : (f32, i32) -> (f32, i32, tensor<?xf32>, f32, tensor<?xf32>)
+  %a, %b, %c, %ta, %tc = ad.jvp @two(%x, %k) tangents(%t) {wrt = array<i64: 0>}
+      : (f32, i32) -> (f32, i32, tensor<?xf32>, f32, tensor<?xf32>)
+  return %a, %b, %c, %ta, %tc : f32, i32, tensor<?xf32>, f32, tensor<?xf32>
+}
+
+// CHECK-LABEL: func.func @hvp
+func.func @hvp(%x: f64, %w: tensor<4xf64>, %n: index, %vx: f64, %vw: tensor<4xf64>) -> (f64, tensor<4xf64>) {
+  // CHECK: ad.hvp @f(%{{.*}}, %{{.*}}, %{{.*}}) tangents(%{{.*}}, %{{.*}}) : (f64, tensor<4xf64>, index) -> (f64, tensor<4xf64>)
+  %hx, %hw = ad.hvp @f(%x, %w, %n) tangents(%vx, %vw) : (f64, tensor<4xf64>, index) -> (f64, tensor<4xf64>)
+  return %hx, %hw : f64, tensor<4xf64>
+}
+
+// CHECK-LABEL: func.func @stop_gradient
+func.func @stop_gradient(%x: tensor<4xf64>, %s: bf16) -> (tensor<4xf64>, bf16) {
+  // CHECK: ad.stop_gradient %{{.*}} : tensor<4xf64>
+  %y = ad.stop_gradient %x : tensor<4xf64>
+  // CHECK: ad.stop_gradient %{{.*}} : bf16
+  %z = ad.stop_gradient %s : bf16
+  return %y, %z : tensor<4xf64>, bf16
+}

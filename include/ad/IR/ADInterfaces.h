@@ -197,7 +197,10 @@ public:
   /// (shaped like its primal value) when it is not active. `original` must
   /// have a differentiable type.
   virtual Value getTangent(Value original) = 0;
-  /// The tangent set for `original`, or null.
+  /// The tangent set for `original`, or null: then its tangent is zero
+  /// (every active value gets a tangent when the op or region defining it
+  /// is emitted; block arguments of a rebuilt region for which the rule
+  /// carries no tangent have none).
   virtual Value lookupTangent(Value original) = 0;
   /// Makes `tangent` the tangent of `original`.
   virtual void setTangent(Value original, Value tangent) = 0;

@@ -173,10 +173,12 @@ struct ElementwiseTangentRule
     auto primal = [&](Value value) { return emitter.lookup(value); };
     Value tangent;
     for (OpOperand &operand : op->getOpOperands()) {
-      if (!emitter.isActive(operand.get()))
+      // An operand without a tangent (inactive, or a block argument of a
+      // rebuilt region that carries none) contributes nothing.
+      Value operandTangent = emitter.lookupTangent(operand.get());
+      if (!operandTangent)
         continue;
-      ElementwiseContext context{b, op, emitter.getTangent(operand.get()),
-                                 primal};
+      ElementwiseContext context{b, op, operandTangent, primal};
       Value term = Contribution(context, operand.getOperandNumber());
       if (term)
         tangent = tangent ? b.add(tangent, term) : term;
