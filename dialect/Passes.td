@@ -46,6 +46,17 @@ def ADGenerateDerivativesPass
     reaching a float result) are differentiated. An active op without a
     `ReverseRuleOpInterface` model is an error at that op.
 
+    Forward mode: for each `(callee, wrt)` requested by `ad.jvp` it emits
+    `@<callee>_ad_jvp_<wrt>`, taking the callee's arguments followed by the
+    tangents of the `wrt` arguments and returning the callee's results
+    followed by one tangent per float result, computed alongside the primal
+    by the `TangentRuleOpInterface` rules (no tape); `ad.jvp` becomes a call
+    of it. `ad.hvp @f` becomes the jvp of a generated
+    `@<f>_ad_gradient_<wrt>` whose body is `ad.grad @f` (forward over
+    reverse). Derivative requests inside a function being differentiated
+    are rewritten first, innermost first, and their closures lowered, so
+    the outer derivative differentiates ordinary calls.
+
     The user's functions are never modified. The functions that get
     differentiated (the callees of the requests and every function they
     reach through calls) are copied, and the copies are brought into the
@@ -84,7 +95,8 @@ def ADLowerClosuresPass : Pass<"ad-lower-closures", "::mlir::ModuleOp"> {
   let description = [{
     Rewrites every `ad.pullback %pb(%dy...)` whose closure comes from
     `ad.make_pullback @pb(%tape...)` into `func.call @pb(%tape..., %dy...)`
-    and erases the closures, leaving only upstream dialects. A closure that
+    and erases the closures, and replaces every `ad.stop_gradient` by its
+    operand, leaving only upstream dialects. A closure that
     escapes its function (returned, passed to a call, carried by control
     flow) is reported as an error at the escaping use.
   }];
