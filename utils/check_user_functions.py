@@ -20,7 +20,7 @@ import re
 import subprocess
 import sys
 
-AD_OP = re.compile(r"\bad\.(grad|value_and_grad|forward|pullback|make_pullback)\b")
+AD_OP = re.compile(r"\bad\.(grad|value_and_grad|forward|pullback|make_pullback|jvp|hvp|stop_gradient)\b")
 FUNC_START = re.compile(r"^  func\.func (?:(?:private|public|nested) )?@([\w$.]+)")
 
 

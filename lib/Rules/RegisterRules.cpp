@@ -6,6 +6,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "ad/Rules/Rules.h"
+#include "ad/IR/ADDialect.h"
+#include "ad/Rules/ElementwiseRule.h"
+
+#include "mlir/IR/DialectRegistry.h"
 
 void mlir::ad::registerReverseRules(DialectRegistry &registry) {
   registerArithReverseRules(registry);
@@ -13,6 +17,12 @@ void mlir::ad::registerReverseRules(DialectRegistry &registry) {
   registerLinalgReverseRules(registry);
   registerMathReverseRules(registry);
   registerSCFReverseRules(registry);
+  // Activity analysis stops at ad.stop_gradient; where a rule still meets
+  // one (inside a linalg.generic body, whose ops are all differentiated),
+  // its derivative is zero.
+  registry.addExtension(+[](MLIRContext *context, ADDialect *) {
+    attachZeroDerivativeRules<StopGradientOp>(context);
+  });
   registerSCFTangentRules(registry);
   registerLinalgTangentRules(registry);
 }

@@ -206,8 +206,15 @@ std::string mlir::ad::runtime::buildEntrySource(EntryKind kind, func::FuncOp cal
     entryResults.assign(gradients.begin(), gradients.end());
     break;
   }
-  for (Type input : entryInputs)
+  for (auto [index, input] : llvm::enumerate(entryInputs)) {
     signature.inputs.push_back(*getValueType(input));
+    if (index < inputs.size())
+      signature.inputNames.push_back("argument " + std::to_string(index));
+    else
+      signature.inputNames.push_back(
+          (kind == EntryKind::Vjp ? "cotangent " : "tangent ") +
+          std::to_string(index - inputs.size()));
+  }
   for (Type result : entryResults)
     signature.results.push_back(*getValueType(result));
 

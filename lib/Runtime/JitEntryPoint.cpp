@@ -177,15 +177,18 @@ llvm::Error JitEntryPoint::checkArguments(llvm::ArrayRef<Argument> args) const {
                                           llvm::Twine(args.size()));
   for (auto [index, arg] : llvm::enumerate(args)) {
     const ValueType &type = inputs[index];
+    std::string name = index < signature.inputNames.size()
+                           ? signature.inputNames[index]
+                           : "argument " + std::to_string(index);
     if (arg.shaped != type.shaped || arg.element != type.element)
-      return RuntimeError::make(ErrorKind::Type, "argument " + llvm::Twine(index) +
+      return RuntimeError::make(ErrorKind::Type, name +
                                             ": expected " + type.str() +
                                             ", got " + describe(arg));
     if (!arg.shaped)
       continue;
     if ((int64_t)arg.sizes.size() != type.getRank())
       return RuntimeError::make(ErrorKind::Value,
-                       "argument " + llvm::Twine(index) + ": expected " +
+                       name + ": expected " +
                            type.str() + " (rank " +
                            llvm::Twine(type.getRank()) + "), got " +
                            describe(arg));
@@ -193,13 +196,13 @@ llvm::Error JitEntryPoint::checkArguments(llvm::ArrayRef<Argument> args) const {
       int64_t expected = type.shape[dim];
       if (size < 0 || (expected != ValueType::kDynamic && size != expected))
         return RuntimeError::make(ErrorKind::Value,
-                         "argument " + llvm::Twine(index) + ": expected " +
+                         name + ": expected " +
                              type.str() + ", got " + describe(arg) +
                              " (dimension " + llvm::Twine(dim) + ")");
     }
     if (!arg.data && llvm::all_of(arg.sizes, [](int64_t s) { return s > 0; }))
       return RuntimeError::make(ErrorKind::Value,
-                       "argument " + llvm::Twine(index) + " has no data");
+                       name + " has no data");
   }
   return llvm::Error::success();
 }

@@ -711,9 +711,7 @@ private:
     auto rule = dyn_cast<ReverseRuleOpInterface>(&op);
     if (active && !rule) {
       if (isa_and_nonnull<ADDialect>(op.getDialect()))
-        generator.emitError(&op, "cannot differentiate a function that "
-                                 "itself takes derivatives (higher-order "
-                                 "derivatives are not supported yet)");
+        generator.emitError(&op, kOwnDerivativeMessage);
       else
         generator.emitError(&op, "no derivative rule for '" +
                                      op.getName().getStringRef() +

@@ -14,8 +14,10 @@
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/StringSet.h"
+#include <map>
 #include "llvm/Support/thread.h"
 
 namespace mlir::ad {
@@ -150,6 +152,17 @@ public:
   /// (an inactive ad.grad inside a differentiated function), until none is
   /// left; moves the generated functions into the module.
   LogicalResult run() {
+    // Several requests may meet the same obstacle (two requests of one
+    // function): each error is reported once.
+    llvm::StringSet<> reported;
+    ScopedDiagnosticHandler deduplicate(
+        module.getContext(), [&](Diagnostic &diagnostic) {
+          std::string key;
+          llvm::raw_string_ostream os(key);
+          os << diagnostic.getLocation() << ": " << diagnostic.str();
+          // Handled (dropped) when seen before; otherwise passed on.
+          return success(!reported.insert(key).second);
+        });
     llvm::StringSet<> userSymbols;
     for (Operation &op : *module.getBody())
       if (auto symbol = dyn_cast<SymbolOpInterface>(op))
@@ -201,7 +214,8 @@ private:
     std::string name = (callee.getSymName() + "_ad_gradient").str();
     for (int64_t position : wrt)
       name += "_" + std::to_string(position);
-    auto gradient = scratchSymbols.lookup<func::FuncOp>(name);
+    func::FuncOp &gradient = gradientFunctions[std::make_pair(
+        callee.getOperation(), std::vector<int64_t>(wrt.begin(), wrt.end()))];
     if (!gradient) {
       OpBuilder builder(callee);
       builder.setInsertionPointAfter(callee);
@@ -213,6 +227,7 @@ private:
           builder, hvp.getLoc(), name,
           builder.getFunctionType(type.getInputs(), gradientTypes));
       gradient.setPrivate();
+      // Renamed if the module has a function of that name already.
       scratchSymbols.insert(gradient);
       Block *body = gradient.addEntryBlock();
       builder.setInsertionPointToStart(body);
@@ -323,6 +338,9 @@ private:
   DerivativeGenerator generator;
   TangentGenerator tangents;
   llvm::SmallPtrSet<Operation *, 16> prepared;
+  /// Per (callee, wrt) of an ad.hvp: the function returning the gradient.
+  std::map<std::pair<Operation *, std::vector<int64_t>>, func::FuncOp>
+      gradientFunctions;
   /// Functions whose own requests have been rewritten.
   llvm::SmallPtrSet<Operation *, 16> nestedRewritten;
 };

@@ -143,8 +143,10 @@ std::string mlir::ad::describeWrite(Operation *writer) {
   if (function && function->hasAttr(kGeneratedAttrName))
     return "cannot differentiate a derivative that keeps its tape in memory "
            "(the tape of a loop, a while loop, a recursion or deeply nested "
-           "branches): higher-order derivatives work for straight-line code, "
-           "branches and calls only, so far";
+           "branches; a linalg op differentiated as its loop nest, such as a "
+           "gather, a product reduction or a body with control flow, is a "
+           "loop too): higher-order derivatives work for straight-line code, "
+           "branches, calls and the other linalg ops only, so far";
   if (isa<CallOpInterface>(writer))
     return "cannot differentiate through memory: this call passes a value "
            "that depends on a differentiated argument to a function without "

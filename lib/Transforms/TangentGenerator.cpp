@@ -97,6 +97,10 @@ private:
   LogicalResult emitOp(Operation &op) {
     bool active = activity.isActive(&op);
     auto rule = dyn_cast<TangentRuleOpInterface>(&op);
+    if (active && !rule && isa_and_nonnull<ADDialect>(op.getDialect())) {
+      generator.emitError(&op, kOwnDerivativeMessage);
+      return failure();
+    }
     if (active && !rule) {
       generator.emitError(&op, "no tangent rule for '" +
                                    op.getName().getStringRef() +

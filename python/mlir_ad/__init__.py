@@ -267,7 +267,15 @@ def _primals_and_tangents(what, fun, primals, tangents, wrt):
         raise TypeError(f"{what}() takes the tangents as a tuple (one per "
                         f"differentiated argument), got "
                         f"{type(tangents).__name__}")
-    return fun, positions, single, tuple(primals), tuple(tangents)
+    tangents = tuple(tangents)
+    if wrt is not None and not single:
+        # Tangents come in the order wrt lists the positions; the compiled
+        # entry takes them in argument order.
+        given = [_position(p) for p in wrt]
+        if len(given) == len(tangents):
+            order = sorted(range(len(given)), key=lambda i: given[i])
+            tangents = tuple(tangents[i] for i in order)
+    return fun, positions, single, tuple(primals), tangents
 
 
 def _check_tangents(what, fun, entry, primals, tangents):
@@ -298,7 +306,8 @@ def jvp(fun, primals, tangents, wrt=None):
 
     ``primals``: a tuple of ``fun``'s arguments. ``tangents``: one per
     differentiated argument (every float scalar and float tensor argument,
-    or the positions in ``wrt``), shaped like it. ``results`` are as
+    or the positions in ``wrt``, in the order ``wrt`` lists them), shaped
+    like it. ``results`` are as
     ``fun(*primals)`` returns them; ``result_tangents`` has one tangent per
     float result (the tangent alone when ``fun`` has one float result).
     Computed by ``ad.jvp``: no tape, about the cost of two calls.

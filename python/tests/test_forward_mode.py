@@ -509,3 +509,75 @@ def test_jvp_argument_errors():
         mlir_ad.jvp(m.f, 1.0, (1.0,))
     _, t = mlir_ad.jvp(m.f, (2.0, v), (1.0, np.full(3, 2.0)))
     assert t == 1.0 + 2.0 * 2.0
+
+
+# ---------------------------------------------------------------------------
+# Regressions found by trying the feature.
+
+def test_hvp_with_a_user_function_named_like_the_generated_one():
+    m = mlir_ad.compile("""
+    func.func @f_ad_gradient_0(%x: f64) -> f64 {
+      %y = arith.mulf %x, %x : f64
+      return %y : f64
+    }
+    func.func @f(%x: f64) -> f64 {
+      %s = func.call @f_ad_gradient_0(%x) : (f64) -> f64
+      %y = arith.mulf %s, %x : f64
+      return %y : f64
+    }""")
+    assert mlir_ad.hvp(m.f, (2.0,), (1.0,)) == (12.0,)  # (x^3)'' = 6x
+
+
+def test_tangents_follow_the_order_of_wrt():
+    m = mlir_ad.compile("""
+    func.func @f(%x: f64, %y: f64) -> f64 {
+      %a = arith.mulf %x, %y : f64
+      %b = math.sin %a : f64
+      return %b : f64
+    }""")
+    x, y = 0.5, 2.0
+    _, ty = mlir_ad.jvp(m.f, (x, y), (1.0, 0.0), wrt=(1, 0))
+    assert ty == pytest.approx(x * np.cos(x * y), rel=1e-14)  # d/dy
+    h10 = mlir_ad.hvp(m.f, (x, y), (1.0, 0.0), wrt=(1, 0))
+    h01 = mlir_ad.hvp(m.f, (x, y), (0.0, 1.0), wrt=(0, 1))
+    assert_grads_close(h10, h01, rtol=1e-14, atol=0)
+
+
+def test_stop_gradient_inside_a_generic_body():
+    m = mlir_ad.compile("""
+    func.func @f(%v: tensor<4xf64>, %s: f64) -> f64 {
+      %z = arith.constant 0.0 : f64
+      %init = tensor.from_elements %z : tensor<f64>
+      %r = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> ()>],
+                           iterator_types = ["reduction"]}
+          ins(%v : tensor<4xf64>) outs(%init : tensor<f64>) {
+        ^bb0(%a: f64, %acc: f64):
+          %st = ad.stop_gradient %a : f64
+          %p = arith.mulf %st, %a : f64
+          %q = arith.mulf %p, %s : f64
+          %t = arith.addf %acc, %q : f64
+          linalg.yield %t : f64
+      } -> tensor<f64>
+      %e = tensor.extract %r[] : tensor<f64>
+      return %e : f64
+    }""")
+    v = np.array([1.0, 2.0, -1.0, 0.5])
+    gv, gs = mlir_ad.grad(m.f)(v, 3.0)
+    np.testing.assert_allclose(gv, 3.0 * v, rtol=1e-15)  # d/dv of stop(v) v s
+    assert gs == pytest.approx(float(v @ v))
+    _, t = mlir_ad.jvp(m.f, (v, 3.0), (np.ones(4), 0.0))
+    assert t == pytest.approx(3.0 * v.sum())
+
+
+def test_wrong_static_tangent_shape_names_the_tangent():
+    m = mlir_ad.compile("""
+    func.func @f(%x: f64, %v: tensor<3xf64>) -> f64 {
+      %c0 = arith.constant 0 : index
+      %e = tensor.extract %v[%c0] : tensor<3xf64>
+      %y = arith.mulf %e, %x : f64
+      return %y : f64
+    }""")
+    with pytest.raises(ValueError, match="tangent 1: expected tensor<3xf64>"):
+        mlir_ad.jvp(m.f, (1.0, np.ones(3)), (1.0, np.ones(4)))
+    with pytest.raises(ValueError, match="cotangent 0"):
+        mlir_ad.vjp(m.f)(1.0, np.ones(3))[1](np.ones(2))

@@ -135,7 +135,7 @@ func.func @caller(%x: f64, %m: memref<4xf64>) -> f64 {
 // Second order through a loop: the inner gradient keeps its tape in a
 // buffer, which forward and reverse mode do not differentiate yet. The
 // error names the function whose derivative has the tape and the request.
-// expected-error @+1 {{cannot differentiate a derivative that keeps its tape in memory (the tape of a loop, a while loop, a recursion or deeply nested branches)}}
+// expected-error @+1 {{cannot differentiate a derivative that keeps its tape in memory (the tape of a loop, a while loop, a recursion or deeply nested branches;}}
 func.func @inner(%x: f64, %n: index) -> f64 {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -494,4 +494,31 @@ func.func @caller(%x: f64, %n: index) -> f64 {
   // expected-note @+1 {{while differentiating this call of @loop_then_failure}}
   %g = ad.grad @loop_then_failure(%x, %n) : (f64, index) -> f64
   return %g : f64
+}
+
+// -----
+
+// A function that takes its own derivative: one error, however many
+// requests meet it.
+func.func @self(%x: f64, %n: i64) -> f64 {
+  %c0 = arith.constant 0 : i64
+  %c1 = arith.constant 1 : i64
+  %z = arith.cmpi sle, %n, %c0 : i64
+  %r = scf.if %z -> f64 {
+    %s = math.sin %x : f64
+    scf.yield %s : f64
+  } else {
+    %n1 = arith.subi %n, %c1 : i64
+    // expected-error @+1 {{cannot differentiate a function that takes the derivative of itself (or of a function of its recursion)}}
+    %t = ad.grad @self(%x, %n1) : (f64, i64) -> f64
+    scf.yield %t : f64
+  }
+  return %r : f64
+}
+
+func.func @jvp_self(%x: f64, %t: f64) -> (f64, f64) {
+  %n = arith.constant 2 : i64
+  // expected-note @+1 {{while differentiating this call of @self}}
+  %y, %ty = ad.jvp @self(%x, %n) tangents(%t) : (f64, i64) -> (f64, f64)
+  return %y, %ty : f64, f64
 }

@@ -114,6 +114,10 @@ struct ValueType {
 struct Signature {
   std::vector<ValueType> inputs;
   std::vector<ValueType> results;
+  /// How messages name each input of an entry point: "argument 2" for the
+  /// function's own, "cotangent 0" or "tangent 0" for those a vjp, jvp or
+  /// hvp takes after them. Empty for a function's own signature.
+  std::vector<std::string> inputNames;
 };
 
 /// The storage of a scalar of any element kind: i1 as 0 or 1 in `i8`,

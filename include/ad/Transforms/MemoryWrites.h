@@ -70,6 +70,14 @@ private:
 /// where differentiation happens (removed when they move to the user's).
 inline constexpr const char kGeneratedAttrName[] = "ad.generated";
 
+/// The error at a derivative request left in a function being
+/// differentiated: requests are rewritten innermost first, so one remains
+/// only when it asks for the derivative of a function being differentiated
+/// (its own, or one of its recursion's).
+inline constexpr const char kOwnDerivativeMessage[] =
+    "cannot differentiate a function that takes the derivative of itself "
+    "(or of a function of its recursion)";
+
 /// Why `writer`, an op MemoryWriteCheck::findWrite returned, stops
 /// differentiation: the message of the error reported at it.
 std::string describeWrite(Operation *writer);
