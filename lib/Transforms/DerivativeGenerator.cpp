@@ -756,12 +756,7 @@ private:
         &op, [&](Value value) { return activity.isVaried(value); });
     if (!operand)
       return success();
-    generator.emitError(&op, "cannot differentiate '" +
-                                 op.getName().getStringRef() +
-                                 "': its operand of type ")
-        << operand.getType()
-        << " depends on a differentiated argument, but values of that "
-           "type cannot carry a derivative";
+    generator.emitError(&op, describeUncarriedOperand(&op, operand));
     return failure();
   }
 
@@ -1121,14 +1116,7 @@ DerivativeGenerator::DerivativeGenerator(SymbolTable &symbols)
 
 InFlightDiagnostic DerivativeGenerator::emitError(Operation *op,
                                                   const Twine &message) {
-  InFlightDiagnostic diag = op->emitError(message);
-  for (Operation *requester : llvm::reverse(requesters)) {
-    Diagnostic &note = diag.attachNote(requester->getLoc());
-    note << "while differentiating this call";
-    if (auto callee = requester->getAttrOfType<FlatSymbolRefAttr>("callee"))
-      note << " of " << callee;
-  }
-  return diag;
+  return emitErrorWithCallChain(op, message, requesters);
 }
 
 FailureOr<DerivativeFunctions>

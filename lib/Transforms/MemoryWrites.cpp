@@ -160,6 +160,29 @@ std::string mlir::ad::describeWrite(Operation *writer) {
          "' writes a value that depends on a differentiated argument";
 }
 
+std::string mlir::ad::describeUncarriedOperand(Operation *op, Value operand) {
+  std::string message;
+  llvm::raw_string_ostream os(message);
+  os << "cannot differentiate '" << op->getName()
+     << "': its operand of type '" << operand.getType()
+     << "' depends on a differentiated argument, but values of that type "
+        "cannot carry a derivative";
+  return message;
+}
+
+InFlightDiagnostic
+mlir::ad::emitErrorWithCallChain(Operation *op, const Twine &message,
+                                 ArrayRef<Operation *> requesters) {
+  InFlightDiagnostic diag = op->emitError(message);
+  for (Operation *requester : llvm::reverse(requesters)) {
+    Diagnostic &note = diag.attachNote(requester->getLoc());
+    note << "while differentiating this call";
+    if (auto callee = requester->getAttrOfType<FlatSymbolRefAttr>("callee"))
+      note << " of " << callee;
+  }
+  return diag;
+}
+
 Value mlir::ad::findUncarriedOperand(Operation *op,
                                      MemoryWriteCheck::VariedFn isVaried) {
   for (Value operand : op->getOperands()) {

@@ -117,12 +117,7 @@ private:
       return cloneOp(&op);
     if (Value operand = findUncarriedOperand(
             &op, [&](Value value) { return activity.isVaried(value); })) {
-      generator.emitError(&op, "cannot differentiate '" +
-                                   op.getName().getStringRef() +
-                                   "': its operand of type ")
-          << operand.getType()
-          << " depends on a differentiated argument, but values of that "
-             "type cannot carry a derivative";
+      generator.emitError(&op, describeUncarriedOperand(&op, operand));
       return failure();
     }
     return rule.emitTangent(*this);
@@ -163,14 +158,7 @@ TangentGenerator::TangentGenerator(SymbolTable &symbols)
 
 InFlightDiagnostic TangentGenerator::emitError(Operation *op,
                                                const Twine &message) {
-  InFlightDiagnostic diag = op->emitError(message);
-  for (Operation *requester : llvm::reverse(requesters)) {
-    Diagnostic &note = diag.attachNote(requester->getLoc());
-    note << "while differentiating this call";
-    if (auto callee = requester->getAttrOfType<FlatSymbolRefAttr>("callee"))
-      note << " of " << callee;
-  }
-  return diag;
+  return emitErrorWithCallChain(op, message, requesters);
 }
 
 func::FuncOp TangentGenerator::lookupFunction(SymbolRefAttr symbol) {

@@ -88,6 +88,15 @@ std::string describeWrite(Operation *writer);
 /// that operand's derivative.
 Value findUncarriedOperand(Operation *op, MemoryWriteCheck::VariedFn isVaried);
 
+/// The error at `op` when findUncarriedOperand found `operand`.
+std::string describeUncarriedOperand(Operation *op, Value operand);
+
+/// Emits an error at `op` with a note "while differentiating this call of
+/// @callee" at each of `requesters` (the calls or ad ops being
+/// differentiated on the way to `op`, outermost first), innermost first.
+InFlightDiagnostic emitErrorWithCallChain(Operation *op, const Twine &message,
+                                          ArrayRef<Operation *> requesters);
+
 } // namespace mlir::ad
 
 #endif // AD_TRANSFORMS_MEMORYWRITES_H
