@@ -75,6 +75,17 @@ public:
            "a tangent has its primal's type");
     tangents[original] = tangent;
   }
+  /// Fails with a diagnostic when `op` passes on a value that depends on a
+  /// differentiated argument in a type that carries no tangent.
+  LogicalResult checkOperandsCarryTangents(Operation &op) {
+    Value operand = findUncarriedOperand(
+        &op, [&](Value value) { return activity.isVaried(value); });
+    if (!operand)
+      return success();
+    generator.emitError(&op, describeUncarriedOperand(&op, operand));
+    return failure();
+  }
+
   LogicalResult emitOps(Block &original) override {
     for (Operation &op : original.without_terminator())
       if (failed(emitOp(op)))
@@ -115,11 +126,8 @@ private:
       return failure();
     if (!active)
       return cloneOp(&op);
-    if (Value operand = findUncarriedOperand(
-            &op, [&](Value value) { return activity.isVaried(value); })) {
-      generator.emitError(&op, describeUncarriedOperand(&op, operand));
+    if (failed(checkOperandsCarryTangents(op)))
       return failure();
-    }
     return rule.emitTangent(*this);
   }
 
@@ -225,6 +233,10 @@ LogicalResult TangentGenerator::generate(func::FuncOp callee,
   if (failed(sweep.emitOps(original)))
     return failure();
   Operation *terminator = original.getTerminator();
+  // A returned unranked tensor (or vector) that depends on a tangent would
+  // silently get none.
+  if (failed(sweep.checkOperandsCarryTangents(*terminator)))
+    return failure();
   SmallVector<Value> results;
   for (Value returned : terminator->getOperands())
     results.push_back(sweep.lookup(returned));

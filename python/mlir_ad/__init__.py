@@ -257,6 +257,9 @@ def vjp(fun, wrt=None):
 
 def _primals_and_tangents(what, fun, primals, tangents, wrt):
     fun = _function(fun, what)
+    if wrt is not None and hasattr(wrt, "__iter__") and \
+            getattr(wrt, "ndim", None) != 0:
+        wrt = tuple(wrt)  # read an iterator once
     positions, single = _normalize_wrt(fun, wrt)
     if not isinstance(primals, (tuple, list)):
         raise TypeError(f"{what}() takes the arguments of @{fun.name} as a "
@@ -272,9 +275,12 @@ def _primals_and_tangents(what, fun, primals, tangents, wrt):
         # Tangents come in the order wrt lists the positions; the compiled
         # entry takes them in argument order.
         given = [_position(p) for p in wrt]
-        if len(given) == len(tangents):
-            order = sorted(range(len(given)), key=lambda i: given[i])
-            tangents = tuple(tangents[i] for i in order)
+        if len(given) != len(tangents):
+            raise TypeError(f"{what} of @{fun.name} takes {len(given)} "
+                            f"tangents (one per position of wrt), got "
+                            f"{len(tangents)}")
+        order = sorted(range(len(given)), key=lambda i: given[i])
+        tangents = tuple(tangents[i] for i in order)
     return fun, positions, single, tuple(primals), tangents
 
 

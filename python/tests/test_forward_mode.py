@@ -1,12 +1,14 @@
 """Forward mode (ad.jvp), Hessian-vector products (ad.hvp), second order and
 ad.stop_gradient through the package.
 
-The central check is the dot-product test: for every function of every
+The first check is the dot-product test: for every function of every
 program of the other test modules, <ybar, jvp(x; t)> = <vjp(x)(ybar), t>
-for random t and ybar. Forward and reverse mode are generated independently
-(tangent rules against reverse rules), so their agreement to near machine
-precision checks both. Finite differences check jvp on its own, and
-finite differences of gradients check hvp."""
+for random t and ybar. The two modes have separate sweeps and separate
+rules for control flow, calls, linalg and tensor ops, so their agreement to
+near machine precision checks those against each other; they share the
+arith/math partial derivatives, activity analysis and preparation, which
+only finite differences check (here for jvp, in the other modules for
+the reverse rules). Finite differences of gradients check hvp."""
 
 import importlib
 import re
@@ -581,3 +583,17 @@ def test_wrong_static_tangent_shape_names_the_tangent():
         mlir_ad.jvp(m.f, (1.0, np.ones(3)), (1.0, np.ones(4)))
     with pytest.raises(ValueError, match="cotangent 0"):
         mlir_ad.vjp(m.f)(1.0, np.ones(3))[1](np.ones(2))
+
+
+def test_wrt_given_as_an_iterator():
+    m = mlir_ad.compile("""
+    func.func @f(%x: f64, %y: f64) -> f64 {
+      %three = arith.constant 3.0 : f64
+      %b = arith.mulf %y, %three : f64
+      %r = arith.addf %x, %b : f64
+      return %r : f64
+    }""")
+    _, t = mlir_ad.jvp(m.f, (1.0, 2.0), (1.0, 0.0), wrt=iter([1, 0]))
+    assert t == 3.0
+    with pytest.raises(TypeError, match="one per position of wrt"):
+        mlir_ad.jvp(m.f, (1.0, 2.0), (1.0,), wrt=(1, 0))

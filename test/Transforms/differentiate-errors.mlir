@@ -522,3 +522,19 @@ func.func @jvp_self(%x: f64, %t: f64) -> (f64, f64) {
   %y, %ty = ad.jvp @self(%x, %n) tangents(%t) : (f64, i64) -> (f64, f64)
   return %y, %ty : f64, f64
 }
+
+// -----
+
+// Forward mode: a returned unranked tensor that depends on a tangent would
+// silently get none.
+func.func @unranked(%x: tensor<3xf64>) -> tensor<*xf64> {
+  %c = tensor.cast %x : tensor<3xf64> to tensor<*xf64>
+  // expected-error @+1 {{cannot differentiate 'func.return': its operand of type 'tensor<*xf64>' depends on a differentiated argument, but values of that type cannot carry a derivative}}
+  return %c : tensor<*xf64>
+}
+
+func.func @jvp_unranked(%x: tensor<3xf64>, %t: tensor<3xf64>) -> tensor<*xf64> {
+  // expected-note @+1 {{while differentiating this call of @unranked}}
+  %y = ad.jvp @unranked(%x) tangents(%t) : (tensor<3xf64>) -> tensor<*xf64>
+  return %y : tensor<*xf64>
+}
