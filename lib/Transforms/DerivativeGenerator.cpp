@@ -736,16 +736,11 @@ private:
   /// the gradient silently wrong. Looks at `op`, the ops nested in it and
   /// the functions they call (each op once per sweep).
   LogicalResult checkNoDifferentiableStore(Operation &op) {
-    SmallVector<Operation *> via;
-    Operation *writer = generator.getMemoryWriteCheck().findWrite(
+    return generator.getMemoryWriteCheck().check(
         &op, [&](Value value) { return activity.isVaried(value); },
-        memoryChecked, via);
-    if (!writer)
-      return success();
-    InFlightDiagnostic diag = generator.emitError(writer, describeWrite(writer));
-    for (Operation *call : via)
-      diag.attachNote(call->getLoc()) << "reached through this call";
-    return failure();
+        memoryChecked, [&](Operation *at, const Twine &message) {
+          return generator.emitError(at, message);
+        });
   }
 
   /// An active op whose operand depends on a differentiated argument but

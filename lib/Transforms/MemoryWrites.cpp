@@ -138,6 +138,19 @@ Operation *MemoryWriteCheck::findWriteInCallee(
   return writer;
 }
 
+LogicalResult MemoryWriteCheck::check(
+    Operation *op, VariedFn isVaried, llvm::DenseSet<Operation *> &skip,
+    function_ref<InFlightDiagnostic(Operation *, const Twine &)> emitError) {
+  SmallVector<Operation *> via;
+  Operation *writer = findWrite(op, isVaried, skip, via);
+  if (!writer)
+    return success();
+  InFlightDiagnostic diag = emitError(writer, describeWrite(writer));
+  for (Operation *call : via)
+    diag.attachNote(call->getLoc()) << "reached through this call";
+  return failure();
+}
+
 std::string mlir::ad::describeWrite(Operation *writer) {
   auto function = writer->getParentOfType<FunctionOpInterface>();
   if (function && function->hasAttr(kGeneratedAttrName))

@@ -134,17 +134,11 @@ private:
   /// Values that depend on a differentiated argument must not go through
   /// memory, which the sweep does not follow.
   LogicalResult checkNoDifferentiableStore(Operation &op) {
-    SmallVector<Operation *> via;
-    Operation *writer = generator.getMemoryWriteCheck().findWrite(
+    return generator.getMemoryWriteCheck().check(
         &op, [&](Value value) { return activity.isVaried(value); },
-        memoryChecked, via);
-    if (!writer)
-      return success();
-    InFlightDiagnostic diag =
-        generator.emitError(writer, describeWrite(writer));
-    for (Operation *call : via)
-      diag.attachNote(call->getLoc()) << "reached through this call";
-    return failure();
+        memoryChecked, [&](Operation *at, const Twine &message) {
+          return generator.emitError(at, message);
+        });
   }
 
   TangentGenerator &generator;

@@ -38,6 +38,12 @@ public:
                        llvm::DenseSet<Operation *> &skip,
                        SmallVectorImpl<Operation *> &via);
 
+  /// findWrite, reporting the writer (with a note per call on the way)
+  /// through `emitError`; fails when there is one.
+  LogicalResult
+  check(Operation *op, VariedFn isVaried, llvm::DenseSet<Operation *> &skip,
+        function_ref<InFlightDiagnostic(Operation *, const Twine &)> emitError);
+
   /// Forgets what was learnt of functions and symbols: call after adding
   /// functions, or calls, to functions already checked.
   void invalidate() {
