@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ad/Rules/ElementwiseRule.h"
+#include "ad/Rules/RegionRuleUtils.h"
 #include "ad/Rules/Rules.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -134,12 +135,9 @@ struct ElementRegionTangentRule
       operands.push_back(isDifferentiableType(operand.getType())
                              ? emitter.getTangent(operand)
                              : emitter.lookup(operand));
-    OperationState state(op->getLoc(), op->getName(), operands,
-                         op->getResultTypes(), op->getDiscardableAttrDictionary().getValue());
-    state.propertiesAttr = op->getPropertiesAsAttribute();
-    state.addRegion();
     OpBuilder &b = emitter.getBuilder();
-    Operation *tangentOp = b.create(state);
+    Operation *tangentOp =
+        createEmptyLike(b, op, operands, op->getResultTypes());
     Block &original = op->getRegion(0).front();
     SmallVector<Location> locations;
     for (BlockArgument argument : original.getArguments())

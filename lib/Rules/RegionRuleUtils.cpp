@@ -33,6 +33,17 @@ SmallVector<Value> mlir::ad::currentCotangents(ArrayRef<Value> values,
   return cotangents;
 }
 
+Operation *mlir::ad::createEmptyLike(OpBuilder &builder, Operation *original,
+                                     ValueRange operands, TypeRange types) {
+  OperationState state(original->getLoc(), original->getName(), operands,
+                       types,
+                       original->getDiscardableAttrDictionary().getValue());
+  state.propertiesAttr = original->getPropertiesAsAttribute();
+  for (unsigned i = 0; i < original->getNumRegions(); ++i)
+    state.addRegion();
+  return builder.create(state);
+}
+
 SmallVector<unsigned> mlir::ad::differentiablePositions(ValueRange values) {
   SmallVector<unsigned> positions;
   for (auto [index, value] : llvm::enumerate(values))

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ad/IR/ADInterfaces.h"
+#include "ad/Rules/RegionRuleUtils.h"
 #include "ad/Rules/Rules.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -139,13 +140,9 @@ struct BranchTangentRule
     SmallVector<Value> operands;
     for (Value operand : op->getOperands())
       operands.push_back(emitter.lookup(operand));
-    OperationState state(op->getLoc(), op->getName(), operands,
-                         withTangentTypes(op->getResultTypes(), carried),
-                         op->getDiscardableAttrDictionary().getValue());
-    state.propertiesAttr = op->getPropertiesAsAttribute();
-    for (unsigned i = 0; i < op->getNumRegions(); ++i)
-      state.addRegion();
-    Operation *rebuilt = emitter.getBuilder().create(state);
+    Operation *rebuilt =
+        createEmptyLike(emitter.getBuilder(), op, operands,
+                        withTangentTypes(op->getResultTypes(), carried));
     for (auto [original, target] :
          llvm::zip(op->getRegions(), rebuilt->getRegions())) {
       if (original.empty())

@@ -115,55 +115,53 @@ static std::string argumentList(StringRef prefix, size_t count) {
   return text;
 }
 
-/// Asserts that each cotangent `%c<k>` has the dynamic sizes of the float
-/// result `%y#<i>` it belongs to (static sizes are in the entry's types);
-/// the pullback would read out of bounds otherwise.
+/// Asserts that `%<given>` has the dynamic sizes of `%<expected>`, both of
+/// ranked tensor type `type` (static sizes are in the entry's types): the
+/// derivative code would read out of bounds otherwise. `what` names the
+/// pair in the message ("cotangent 0 differs from result 1").
+static void writeSameSizesCheck(llvm::raw_ostream &os, StringRef expected,
+                                StringRef given, Type type, StringRef id,
+                                StringRef what) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  for (int64_t dim = 0; tensor && dim < tensor.getRank(); ++dim) {
+    if (!tensor.isDynamicDim(dim))
+      continue;
+    std::string suffix = id.str() + "_" + std::to_string(dim);
+    os << "  %dim" << suffix << " = arith.constant " << dim << " : index\n"
+       << "  %esize" << suffix << " = tensor.dim %" << expected << ", %dim"
+       << suffix << " : " << type << "\n"
+       << "  %gsize" << suffix << " = tensor.dim %" << given << ", %dim"
+       << suffix << " : " << type << "\n"
+       << "  %same" << suffix << " = arith.cmpi eq, %esize" << suffix
+       << ", %gsize" << suffix << " : index\n"
+       << "  cf.assert %same" << suffix << ", \"" << what
+       << " in dimension " << dim << "\"\n";
+  }
+}
+
+/// Each cotangent `%c<k>` has the sizes of the float result `%y#<i>` it
+/// belongs to.
 static void writeCotangentChecks(llvm::raw_ostream &os, TypeRange results) {
   size_t cotangent = 0;
   for (auto [index, result] : llvm::enumerate(results)) {
     if (!ad::isDifferentiableType(result))
       continue;
-    auto tensor = dyn_cast<RankedTensorType>(result);
-    for (int64_t dim = 0; tensor && dim < tensor.getRank(); ++dim) {
-      if (!tensor.isDynamicDim(dim))
-        continue;
-      std::string suffix = std::to_string(cotangent) + "_" + std::to_string(dim);
-      os << "  %dim" << suffix << " = arith.constant " << dim << " : index\n"
-         << "  %ysize" << suffix << " = tensor.dim %y#" << index << ", %dim"
-         << suffix << " : " << result << "\n"
-         << "  %csize" << suffix << " = tensor.dim %c" << cotangent << ", %dim"
-         << suffix << " : " << result << "\n"
-         << "  %same" << suffix << " = arith.cmpi eq, %ysize" << suffix
-         << ", %csize" << suffix << " : index\n"
-         << "  cf.assert %same" << suffix << ", \"cotangent " << cotangent
-         << " differs from result " << index << " in dimension " << dim
-         << "\"\n";
-    }
-    ++cotangent;
+    std::string k = std::to_string(cotangent++);
+    writeSameSizesCheck(os, "y#" + std::to_string(index), "c" + k, result,
+                        k, "cotangent " + k + " differs from result " +
+                               std::to_string(index));
   }
 }
 
-/// Asserts that each tangent `%c<k>` has the dynamic sizes of the argument
-/// `%a<wrt[k]>` it belongs to.
+/// Each tangent `%c<k>` has the sizes of the argument `%a<wrt[k]>`.
 static void writeTangentChecks(llvm::raw_ostream &os, TypeRange inputs,
                                ArrayRef<int64_t> wrt) {
   for (auto [tangent, position] : llvm::enumerate(wrt)) {
-    auto tensor = dyn_cast<RankedTensorType>(inputs[position]);
-    for (int64_t dim = 0; tensor && dim < tensor.getRank(); ++dim) {
-      if (!tensor.isDynamicDim(dim))
-        continue;
-      std::string suffix = std::to_string(tangent) + "_" + std::to_string(dim);
-      os << "  %dim" << suffix << " = arith.constant " << dim << " : index\n"
-         << "  %asize" << suffix << " = tensor.dim %a" << position << ", %dim"
-         << suffix << " : " << tensor << "\n"
-         << "  %tsize" << suffix << " = tensor.dim %c" << tangent << ", %dim"
-         << suffix << " : " << tensor << "\n"
-         << "  %same" << suffix << " = arith.cmpi eq, %asize" << suffix
-         << ", %tsize" << suffix << " : index\n"
-         << "  cf.assert %same" << suffix << ", \"tangent " << tangent
-         << " differs from argument " << position << " in dimension " << dim
-         << "\"\n";
-    }
+    std::string k = std::to_string(tangent);
+    writeSameSizesCheck(os, "a" + std::to_string(position), "c" + k,
+                        inputs[position], k,
+                        "tangent " + k + " differs from argument " +
+                            std::to_string(position));
   }
 }
 

@@ -1173,10 +1173,15 @@ void DerivativeGenerator::invalidateCallGraph() {
   componentOf.clear();
 }
 
-func::FuncOp DerivativeGenerator::lookupFunction(SymbolRefAttr symbol) {
+func::FuncOp mlir::ad::lookupFunction(SymbolTable &symbols,
+                                      SymbolRefAttr symbol) {
   if (!symbol || !symbol.getNestedReferences().empty())
     return nullptr;
-  return symbolTable.lookup<func::FuncOp>(symbol.getRootReference());
+  return symbols.lookup<func::FuncOp>(symbol.getRootReference());
+}
+
+func::FuncOp DerivativeGenerator::lookupFunction(SymbolRefAttr symbol) {
+  return ad::lookupFunction(symbolTable, symbol);
 }
 
 /// Tarjan's algorithm over the functions of the module, without native
@@ -1354,9 +1359,8 @@ static void eraseWriteOnlyBuffer(Value buffer) {
   alloc.erase();
 }
 
-/// `<callee>_ad_<kind>_<wrt positions joined by '_'>`.
-static std::string derivativeName(func::FuncOp callee, StringRef kind,
-                                  ArrayRef<int64_t> wrt) {
+std::string mlir::ad::getDerivativeName(func::FuncOp callee, StringRef kind,
+                                        ArrayRef<int64_t> wrt) {
   std::string name = (callee.getSymName() + "_ad_" + kind).str();
   for (int64_t position : wrt)
     name += "_" + std::to_string(position);
@@ -1574,10 +1578,10 @@ DerivativeGenerator::generate(func::FuncOp callee, ArrayRef<int64_t> wrt) {
 
   func::FuncOp forwardFunction =
       createCompanion(symbolTable, callee, callee,
-                      derivativeName(callee, "fwd", wrt), type.getInputs());
+                      getDerivativeName(callee, "fwd", wrt), type.getInputs());
   func::FuncOp pullbackFunction =
       createCompanion(symbolTable, callee, forwardFunction,
-                      derivativeName(callee, "pb", wrt), cotangentTypes);
+                      getDerivativeName(callee, "pb", wrt), cotangentTypes);
   auto discard = [&]() {
     forgetWidthPlaceholdersIn({forwardFunction, pullbackFunction});
     symbolTable.erase(forwardFunction);
@@ -1757,17 +1761,17 @@ DerivativeGenerator::generateRecursive(func::FuncOp callee,
   llvm::append_range(entryPullbackInputs, cotangentTypes);
 
   func::FuncOp forwardFunction = createCompanion(
-      symbolTable, callee, callee, derivativeName(callee, "fwd", wrt),
+      symbolTable, callee, callee, getDerivativeName(callee, "fwd", wrt),
       type.getInputs());
   func::FuncOp pullbackFunction = createCompanion(
-      symbolTable, callee, forwardFunction, derivativeName(callee, "pb", wrt),
+      symbolTable, callee, forwardFunction, getDerivativeName(callee, "pb", wrt),
       entryPullbackInputs);
   func::FuncOp recursiveForward = createCompanion(
       symbolTable, callee, pullbackFunction,
-      derivativeName(callee, "fwdrec", wrt), recursiveInputs);
+      getDerivativeName(callee, "fwdrec", wrt), recursiveInputs);
   func::FuncOp recursivePullback = createCompanion(
       symbolTable, callee, recursiveForward,
-      derivativeName(callee, "pbrec", wrt), pullbackInputs);
+      getDerivativeName(callee, "pbrec", wrt), pullbackInputs);
   forwardFunction.setType(
       FunctionType::get(context, type.getInputs(), entryResults));
   pullbackFunction.setType(

@@ -211,9 +211,6 @@ private:
   /// the gradient of the callee, generated once per (callee, wrt).
   LogicalResult rewriteHvp(HvpOp hvp, func::FuncOp callee) {
     SmallVector<int64_t> wrt = hvp.getWrtPositions();
-    std::string name = (callee.getSymName() + "_ad_gradient").str();
-    for (int64_t position : wrt)
-      name += "_" + std::to_string(position);
     func::FuncOp &gradient = gradientFunctions[std::make_pair(
         callee.getOperation(), std::vector<int64_t>(wrt.begin(), wrt.end()))];
     if (!gradient) {
@@ -224,7 +221,7 @@ private:
       for (int64_t position : wrt)
         gradientTypes.push_back(type.getInput(position));
       gradient = func::FuncOp::create(
-          builder, hvp.getLoc(), name,
+          builder, hvp.getLoc(), getDerivativeName(callee, "gradient", wrt),
           builder.getFunctionType(type.getInputs(), gradientTypes));
       gradient.setPrivate();
       // Renamed if the module has a function of that name already.
@@ -251,20 +248,23 @@ private:
 
   /// Rewrites the requests inside `function` (innermost derivatives first,
   /// so an outer derivative differentiates ordinary code) and lowers their
-  /// closures, which then are plain calls of generated functions.
-  LogicalResult rewriteNestedRequests(func::FuncOp function) {
+  /// closures, which then are plain calls of generated functions. Returns
+  /// whether there were any.
+  FailureOr<bool> rewriteNestedRequests(func::FuncOp function) {
     if (!nestedRewritten.insert(function).second)
-      return success();
+      return false;
     SmallVector<Operation *> requests = collectRequests(function);
     if (requests.empty())
-      return success();
+      return false;
     for (Operation *request : requests)
       if (failed(rewrite(request)))
         return failure();
     generator.invalidateCallGraph();
     generator.getMemoryWriteCheck().invalidate();
     tangents.getMemoryWriteCheck().invalidate();
-    return lowerClosures(function);
+    if (failed(lowerClosures(function)))
+      return failure();
+    return true;
   }
 
   /// Prepares `callee` and every function it reaches, once each.
@@ -285,10 +285,10 @@ private:
     // generated functions, which are prepared in turn.
     bool rewroteAny = false;
     for (func::FuncOp function : fresh) {
-      bool hadRequests = !collectRequests(function).empty();
-      if (failed(rewriteNestedRequests(function)))
+      FailureOr<bool> rewrote = rewriteNestedRequests(function);
+      if (failed(rewrote))
         return failure();
-      rewroteAny |= hadRequests;
+      rewroteAny |= *rewrote;
     }
     if (rewroteAny) {
       SmallVector<func::FuncOp> more;

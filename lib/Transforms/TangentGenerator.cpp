@@ -11,6 +11,7 @@
 
 #include "ad/Transforms/TangentGenerator.h"
 #include "ad/IR/ADDialect.h"
+#include "ad/Transforms/DerivativeGenerator.h"
 #include "ad/Transforms/ActivityAnalysis.h"
 
 #include "mlir/IR/IRMapping.h"
@@ -164,9 +165,7 @@ InFlightDiagnostic TangentGenerator::emitError(Operation *op,
 }
 
 func::FuncOp TangentGenerator::lookupFunction(SymbolRefAttr symbol) {
-  if (!symbol || !symbol.getNestedReferences().empty())
-    return nullptr;
-  return symbolTable.lookup<func::FuncOp>(symbol.getRootReference());
+  return ad::lookupFunction(symbolTable, symbol);
 }
 
 FailureOr<func::FuncOp>
@@ -189,12 +188,10 @@ TangentGenerator::getOrCreate(func::FuncOp callee, ArrayRef<int64_t> wrt,
                           "flow that was not lifted to scf)");
     return failure();
   }
-  std::string name = (callee.getSymName() + "_ad_jvp").str();
-  for (int64_t position : wrt)
-    name += "_" + std::to_string(position);
   OpBuilder builder(callee);
   builder.setInsertionPointAfter(callee);
-  auto tangent = func::FuncOp::create(builder, callee.getLoc(), name,
+  auto tangent = func::FuncOp::create(builder, callee.getLoc(),
+                                      getDerivativeName(callee, "jvp", wrt),
                                       getTangentFunctionType(callee, wrt));
   tangent.setPrivate();
   symbolTable.insert(tangent);

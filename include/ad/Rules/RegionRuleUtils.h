@@ -29,6 +29,13 @@ SmallVector<Value> currentCotangents(ArrayRef<Value> values,
 /// results or block arguments that carry a cotangent).
 SmallVector<unsigned> differentiablePositions(ValueRange values);
 
+/// A new op of `original`'s name, attributes and properties, with
+/// `operands`, result `types` and as many regions as `original`, all empty,
+/// at the builder's insertion point: how a rule rebuilds a region op with
+/// more results (tangents) or other operands.
+Operation *createEmptyLike(OpBuilder &builder, Operation *original,
+                           ValueRange operands, TypeRange types);
+
 } // namespace mlir::ad
 
 #endif // AD_RULES_REGIONRULEUTILS_H

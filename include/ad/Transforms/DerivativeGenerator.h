@@ -28,6 +28,16 @@ namespace mlir::ad {
 /// op, which would grow as depth x values.
 inline constexpr unsigned kBranchTapeDepth = 3;
 
+/// `<callee>_ad_<kind>_<wrt positions joined by '_'>`: the name of a
+/// function generated for `callee` ("fwd", "pb", "jvp", ...), renamed by
+/// the symbol table on a clash.
+std::string getDerivativeName(func::FuncOp callee, StringRef kind,
+                              ArrayRef<int64_t> wrt);
+
+/// The func.func of `symbols` named by `symbol` (a flat reference), or
+/// null.
+func::FuncOp lookupFunction(SymbolTable &symbols, SymbolRefAttr symbol);
+
 /// Owns the derivative functions generated in one module.
 class DerivativeGenerator {
 public:
