@@ -168,6 +168,14 @@ PullbackType mlir::ad::getPullbackTypeOf(func::FuncOp callee,
                            FunctionType::get(context, cotangents, gradients));
 }
 
+SmallVector<int64_t>
+mlir::ad::getDifferentiablePositions(func::FuncOp callee,
+                                     ArrayRef<int64_t> positions) {
+  return llvm::filter_to_vector(positions, [&](int64_t position) {
+    return isDifferentiableType(callee.getArgumentTypes()[position]);
+  });
+}
+
 LogicalResult GradOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   SmallVector<Type> gradientTypes;
   FailureOr<func::FuncOp> callee =

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ad/IR/ADDialect.h"
 #include "ad/IR/ADInterfaces.h"
 #include "ad/Rules/Rules.h"
 
@@ -18,17 +19,32 @@ using namespace mlir::ad;
 
 namespace {
 
+/// The operand positions of `call` the callee is differentiated with
+/// respect to: the active float operands and the varied integer ones. An
+/// integer computed from a float is usually piecewise constant, but it may
+/// hold the float's bits (arith.bitcast), and then the callee carries the
+/// derivative through it; its activity must start there, as it would if
+/// the call were inlined.
+template <typename EmitterT>
+static SmallVector<int64_t> getVariedPositions(func::CallOp call,
+                                               const EmitterT &emitter) {
+  SmallVector<int64_t> positions;
+  for (auto [index, operand] : llvm::enumerate(call.getOperands()))
+    if (emitter.isActive(operand) ||
+        (!isDifferentiableType(operand.getType()) &&
+         emitter.isVaried(operand)))
+      positions.push_back(index);
+  return positions;
+}
+
 /// The derivative functions of the callee of `call` with respect to its
-/// active operands, or failure (with a diagnostic).
+/// varied operands, or failure (with a diagnostic).
 static FailureOr<DerivativeFunctions>
 lookupCalleeDerivative(func::CallOp call, DifferentiationEmitter &emitter) {
   // The verifier of func.call guarantees the callee exists.
   func::FuncOp callee = emitter.lookupCallee(call);
-  SmallVector<int64_t> wrt;
-  for (auto [index, operand] : llvm::enumerate(call.getOperands()))
-    if (emitter.isActive(operand))
-      wrt.push_back(index);
-  return emitter.getDerivativeFunctions(callee, wrt, call);
+  return emitter.getDerivativeFunctions(
+      callee, getVariedPositions(call, emitter), call);
 }
 
 /// Whether `call` stays within the recursion of the function containing it.
@@ -120,13 +136,11 @@ struct CallTangentRule
     if (!callee)
       return emitter.emitError(op, "cannot differentiate this call: its "
                                    "callee is not a func.func of the module");
-    SmallVector<int64_t> wrt;
-    for (auto [index, operand] : llvm::enumerate(call.getOperands()))
-      if (emitter.isActive(operand))
-        wrt.push_back(index);
+    SmallVector<int64_t> varied = getVariedPositions(call, emitter);
     OpBuilder &builder = emitter.getBuilder();
-    if (wrt.empty()) {
-      // Varied only through integers: piecewise constant, zero tangents.
+    if (varied.empty()) {
+      // Varied only through values that cannot carry a derivative (the
+      // memory-write check reports those that could): zero tangents.
       if (failed(emitter.cloneOp(op)))
         return failure();
       for (Value result : call.getResults())
@@ -137,13 +151,13 @@ struct CallTangentRule
       return success();
     }
     FailureOr<func::FuncOp> tangentFunction =
-        emitter.getTangentFunction(callee, wrt, call);
+        emitter.getTangentFunction(callee, varied, call);
     if (failed(tangentFunction))
       return failure();
     SmallVector<Value> operands;
     for (Value operand : call.getOperands())
       operands.push_back(emitter.lookup(operand));
-    for (int64_t position : wrt)
+    for (int64_t position : getDifferentiablePositions(callee, varied))
       operands.push_back(emitter.getTangent(call.getOperand(position)));
     auto tangentCall = func::CallOp::create(builder, call.getLoc(),
                                             *tangentFunction, operands);

@@ -60,6 +60,9 @@ public:
   bool isActive(Value original) const override {
     return varied.contains(original) && isDifferentiableType(original.getType());
   }
+  bool isVaried(Value original) const override {
+    return varied.contains(original);
+  }
   FailureOr<DerivativeFunctions> getDerivativeFunctions(func::FuncOp,
                                                         ArrayRef<int64_t>,
                                                         Operation *requester) override {

@@ -50,6 +50,9 @@ public:
   bool isActive(Value original) const override {
     return activity.isActive(original);
   }
+  bool isVaried(Value original) const override {
+    return activity.isVaried(original);
+  }
   FailureOr<DerivativeFunctions>
   getDerivativeFunctions(func::FuncOp callee, ArrayRef<int64_t> wrt,
                          Operation *requester) override {
@@ -1568,8 +1571,10 @@ unsigned DerivativeGenerator::packTape(
 }
 
 FailureOr<DerivativeFunctions>
-DerivativeGenerator::generate(func::FuncOp callee, ArrayRef<int64_t> wrt) {
-  ActivityAnalysis activity(callee, wrt);
+DerivativeGenerator::generate(func::FuncOp callee,
+                              ArrayRef<int64_t> varied) {
+  ActivityAnalysis activity(callee, varied);
+  SmallVector<int64_t> wrt = getDifferentiablePositions(callee, varied);
   Block &original = callee.getBody().front();
   FunctionType type = callee.getFunctionType();
 
@@ -1578,10 +1583,10 @@ DerivativeGenerator::generate(func::FuncOp callee, ArrayRef<int64_t> wrt) {
 
   func::FuncOp forwardFunction =
       createCompanion(symbolTable, callee, callee,
-                      getDerivativeName(callee, "fwd", wrt), type.getInputs());
+                      getDerivativeName(callee, "fwd", varied), type.getInputs());
   func::FuncOp pullbackFunction =
       createCompanion(symbolTable, callee, forwardFunction,
-                      getDerivativeName(callee, "pb", wrt), cotangentTypes);
+                      getDerivativeName(callee, "pb", varied), cotangentTypes);
   auto discard = [&]() {
     forgetWidthPlaceholdersIn({forwardFunction, pullbackFunction});
     symbolTable.erase(forwardFunction);
@@ -1732,8 +1737,9 @@ DerivativeGenerator::generate(func::FuncOp callee, ArrayRef<int64_t> wrt) {
 
 FailureOr<DerivativeFunctions>
 DerivativeGenerator::generateRecursive(func::FuncOp callee,
-                                       ArrayRef<int64_t> wrt) {
-  ActivityAnalysis activity(callee, wrt);
+                                       ArrayRef<int64_t> varied) {
+  ActivityAnalysis activity(callee, varied);
+  SmallVector<int64_t> wrt = getDifferentiablePositions(callee, varied);
   Block &original = callee.getBody().front();
   FunctionType type = callee.getFunctionType();
   MLIRContext *context = callee.getContext();
@@ -1761,17 +1767,17 @@ DerivativeGenerator::generateRecursive(func::FuncOp callee,
   llvm::append_range(entryPullbackInputs, cotangentTypes);
 
   func::FuncOp forwardFunction = createCompanion(
-      symbolTable, callee, callee, getDerivativeName(callee, "fwd", wrt),
+      symbolTable, callee, callee, getDerivativeName(callee, "fwd", varied),
       type.getInputs());
   func::FuncOp pullbackFunction = createCompanion(
-      symbolTable, callee, forwardFunction, getDerivativeName(callee, "pb", wrt),
+      symbolTable, callee, forwardFunction, getDerivativeName(callee, "pb", varied),
       entryPullbackInputs);
   func::FuncOp recursiveForward = createCompanion(
       symbolTable, callee, pullbackFunction,
-      getDerivativeName(callee, "fwdrec", wrt), recursiveInputs);
+      getDerivativeName(callee, "fwdrec", varied), recursiveInputs);
   func::FuncOp recursivePullback = createCompanion(
       symbolTable, callee, recursiveForward,
-      getDerivativeName(callee, "pbrec", wrt), pullbackInputs);
+      getDerivativeName(callee, "pbrec", varied), pullbackInputs);
   forwardFunction.setType(
       FunctionType::get(context, type.getInputs(), entryResults));
   pullbackFunction.setType(
@@ -1789,7 +1795,7 @@ DerivativeGenerator::generateRecursive(func::FuncOp callee,
   functions.wrt.assign(wrt.begin(), wrt.end());
   functions.numTapeValues = 1;
   auto key = std::make_pair(callee.getOperation(),
-                            std::vector<int64_t>(wrt.begin(), wrt.end()));
+                            std::vector<int64_t>(varied.begin(), varied.end()));
   generated[key] = functions;
   auto discard = [&]() {
     generated.erase(key);

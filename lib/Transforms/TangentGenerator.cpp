@@ -24,7 +24,7 @@ FunctionType mlir::ad::getTangentFunctionType(func::FuncOp callee,
                                               ArrayRef<int64_t> wrt) {
   FunctionType type = callee.getFunctionType();
   SmallVector<Type> inputs(type.getInputs());
-  for (int64_t position : wrt)
+  for (int64_t position : getDifferentiablePositions(callee, wrt))
     inputs.push_back(type.getInput(position));
   SmallVector<Type> results(type.getResults());
   for (Type result : type.getResults())
@@ -46,6 +46,9 @@ public:
   OpBuilder &getBuilder() override { return builder; }
   bool isActive(Value original) const override {
     return activity.isActive(original);
+  }
+  bool isVaried(Value original) const override {
+    return activity.isVaried(original);
   }
   Value lookup(Value original) override {
     Value value = mapping.lookupOrNull(original);
@@ -218,7 +221,8 @@ LogicalResult TangentGenerator::generate(func::FuncOp callee,
   unsigned numArguments = callee.getNumArguments();
   sweep.mapValues(original.getArguments(),
                   body->getArguments().take_front(numArguments));
-  for (auto [index, position] : llvm::enumerate(wrt))
+  for (auto [index, position] :
+       llvm::enumerate(getDifferentiablePositions(callee, wrt)))
     sweep.setTangent(original.getArgument(position),
                      body->getArgument(numArguments + index));
   if (failed(sweep.emitOps(original)))

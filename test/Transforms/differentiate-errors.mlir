@@ -17,6 +17,34 @@ func.func @caller(%x: f64) -> f64 {
 
 // -----
 
+// The bits cross a call as an integer argument: the callee's activity starts
+// at that argument (as if the call were inlined), in both modes; the
+// derivative was silently zero.
+func.func private @from_bits(%i: i64) -> f64 {
+  // expected-error @+2 {{no derivative rule for 'arith.bitcast'}}
+  // expected-error @+1 {{no tangent rule for 'arith.bitcast'}}
+  %x = arith.bitcast %i : i64 to f64
+  %y = arith.mulf %x, %x : f64
+  return %y : f64
+}
+
+func.func @bits_through_call(%x: f64) -> f64 {
+  %i = arith.bitcast %x : f64 to i64
+  // expected-note @+1 {{while differentiating this call of @from_bits}}
+  %y = func.call @from_bits(%i) : (i64) -> f64
+  return %y : f64
+}
+
+func.func @caller(%x: f64, %t: f64) -> (f64, f64) {
+  // expected-note @+1 {{while differentiating this call of @bits_through_call}}
+  %g = ad.grad @bits_through_call(%x) : (f64) -> f64
+  // expected-note @+1 {{while differentiating this call of @bits_through_call}}
+  %y, %ty = ad.jvp @bits_through_call(%x) tangents(%t) : (f64) -> (f64, f64)
+  return %g, %ty : f64, f64
+}
+
+// -----
+
 // The error names the op inside the callee and notes the call chain.
 func.func @inner(%x: f64) -> f64 {
   %i = arith.bitcast %x : f64 to i64

@@ -27,6 +27,13 @@ namespace mlir::ad {
 /// positions `wrt`: cotangents of the callee's float results to gradients of
 /// those arguments.
 PullbackType getPullbackTypeOf(func::FuncOp callee, ArrayRef<int64_t> wrt);
+
+/// The positions among `positions` whose argument of `callee` has a
+/// differentiable type: a generated function's differentiated arguments.
+/// The others are integers that vary in a caller: they may hold a float's
+/// bits (arith.bitcast), so the callee's activity starts from them too.
+SmallVector<int64_t> getDifferentiablePositions(func::FuncOp callee,
+                                                ArrayRef<int64_t> positions);
 } // namespace mlir::ad
 
 #endif // AD_IR_ADDIALECT_H

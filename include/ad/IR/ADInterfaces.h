@@ -42,8 +42,13 @@ public:
   /// Whether `original` (a value of the function being differentiated)
   /// depends on a differentiated argument and reaches a float result.
   virtual bool isActive(Value original) const = 0;
+  /// Whether `original` depends on a differentiated argument (of any type:
+  /// an integer may hold a float's bits).
+  virtual bool isVaried(Value original) const = 0;
   /// The derivative functions of `callee` with respect to `wrt`, generated
-  /// on first request. Emits a diagnostic at `requester` and fails when the
+  /// on first request. `wrt` may also name integer arguments that vary
+  /// (see DerivativeGenerator::getOrCreate); only the float ones get
+  /// gradients (DerivativeFunctions::wrt). Emits a diagnostic at `requester` and fails when the
   /// callee cannot be differentiated.
   virtual FailureOr<DerivativeFunctions>
   getDerivativeFunctions(func::FuncOp callee, ArrayRef<int64_t> wrt,
@@ -184,6 +189,9 @@ public:
   /// Whether `original` depends on a differentiated argument and reaches a
   /// float result (only active values have tangents).
   virtual bool isActive(Value original) const = 0;
+  /// Whether `original` depends on a differentiated argument (of any type:
+  /// an integer may hold a float's bits).
+  virtual bool isVaried(Value original) const = 0;
   /// The tangent-function value standing for `original`.
   virtual Value lookup(Value original) = 0;
   /// Clones `original` with mapped operands and maps its results.
@@ -208,8 +216,10 @@ public:
   /// and their tangents at the builder's insertion point, the terminator
   /// excepted.
   virtual LogicalResult emitOps(Block &original) = 0;
-  /// The tangent function of `callee` for the argument positions `wrt`:
-  /// (arguments..., tangents of the wrt arguments...) -> (results...,
+  /// The tangent function of `callee` for the argument positions `wrt`
+  /// (integer positions among them only vary, see
+  /// DerivativeGenerator::getOrCreate): (arguments..., tangents of the
+  /// float wrt arguments...) -> (results...,
   /// tangents of the float results...), generated on first request. Emits a
   /// diagnostic at `requester` and fails when the callee cannot be
   /// differentiated.

@@ -48,8 +48,11 @@ public:
   explicit DerivativeGenerator(SymbolTable &symbols);
 
   /// The derivative functions of `callee` with respect to the argument
-  /// positions `wrt` (strictly increasing, each of differentiable type),
-  /// generating them next to the callee on first request. On failure a
+  /// positions `wrt` (strictly increasing), generating them next to the
+  /// callee on first request. The positions of differentiable type get
+  /// gradients; integer positions (varied in a caller, possibly holding a
+  /// float's bits) only seed the activity analysis, so a derivative that
+  /// flows through them is differentiated or reported, never dropped. On failure a
   /// diagnostic has been emitted (at the offending op, with notes naming the
   /// chain of calls from `requester`) and the module is unchanged.
   FailureOr<DerivativeFunctions> getOrCreate(func::FuncOp callee,
@@ -115,9 +118,9 @@ private:
                     ArrayRef<std::pair<unsigned, unsigned>> ownRecords);
 
   FailureOr<DerivativeFunctions> generate(func::FuncOp callee,
-                                          ArrayRef<int64_t> wrt);
+                                          ArrayRef<int64_t> varied);
   FailureOr<DerivativeFunctions> generateRecursive(func::FuncOp callee,
-                                                   ArrayRef<int64_t> wrt);
+                                                   ArrayRef<int64_t> varied);
   /// The first function of the module in the recursion of `function`.
   Operation *recursionRoot(func::FuncOp function);
 

@@ -31,9 +31,10 @@ public:
   explicit TangentGenerator(SymbolTable &symbols);
 
   /// The tangent function of `callee` with respect to the argument
-  /// positions `wrt` (strictly increasing, each of differentiable type):
-  /// `@<callee>_ad_jvp_<wrt>`, of type (arguments..., tangents of the wrt
-  /// arguments...) -> (results..., tangents of the float results...),
+  /// positions `wrt` (strictly increasing; integer positions only seed the
+  /// activity analysis, as for DerivativeGenerator::getOrCreate):
+  /// `@<callee>_ad_jvp_<wrt>`, of type (arguments..., tangents of the float
+  /// wrt arguments...) -> (results..., tangents of the float results...),
   /// generated next to the callee on first request. On failure a diagnostic
   /// has been emitted (at the offending op, with notes naming the chain of
   /// calls from `requester`) and the module is unchanged.
