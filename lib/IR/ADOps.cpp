@@ -176,6 +176,14 @@ mlir::ad::getDifferentiablePositions(func::FuncOp callee,
   });
 }
 
+SmallVector<int64_t>
+mlir::ad::getTangentPositions(func::FuncOp callee,
+                              ArrayRef<int64_t> positions) {
+  return llvm::filter_to_vector(positions, [&](int64_t position) {
+    return hasTangentType(callee.getArgumentTypes()[position]);
+  });
+}
+
 LogicalResult GradOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   SmallVector<Type> gradientTypes;
   FailureOr<func::FuncOp> callee =

@@ -102,6 +102,12 @@ bool mlir::ad::isDifferentiableType(Type type) {
   return cotangent && cotangent.isDifferentiable();
 }
 
+bool mlir::ad::hasTangentType(Type type) {
+  if (auto memref = dyn_cast<MemRefType>(type))
+    return isa<FloatType>(memref.getElementType());
+  return isDifferentiableType(type);
+}
+
 Value mlir::ad::createFilledConstant(OpBuilder &builder, Location loc,
                                      Type type, double value) {
   return cast<CotangentTypeInterface>(type).createConstant(builder, loc, value);

@@ -66,7 +66,9 @@ Value mlir::ad::encodeAsF64(OpBuilder &b, Location loc, Value value) {
     value = arith::IndexCastOp::create(b, loc, i64, value);
   else if (type.getIntOrFloatBitWidth() < 64)
     value = arith::ExtUIOp::create(b, loc, i64, value);
-  return arith::BitcastOp::create(b, loc, f64, value);
+  auto bits = arith::BitcastOp::create(b, loc, f64, value);
+  bits->setAttr(kTapeSlotAttrName, b.getUnitAttr());
+  return bits;
 }
 
 Value mlir::ad::decodeFromF64(OpBuilder &b, Location loc, Value slot,

@@ -157,7 +157,7 @@ struct CallTangentRule
     SmallVector<Value> operands;
     for (Value operand : call.getOperands())
       operands.push_back(emitter.lookup(operand));
-    for (int64_t position : getDifferentiablePositions(callee, varied))
+    for (int64_t position : getTangentPositions(callee, varied))
       operands.push_back(emitter.getTangent(call.getOperand(position)));
     auto tangentCall = func::CallOp::create(builder, call.getLoc(),
                                             *tangentFunction, operands);
@@ -165,7 +165,7 @@ struct CallTangentRule
     emitter.mapResults(call, tangentCall.getResults().take_front(numResults));
     unsigned next = numResults;
     for (Value result : call.getResults()) {
-      if (!isDifferentiableType(result.getType()))
+      if (!hasTangentType(result.getType()))
         continue;
       Value tangent = tangentCall.getResult(next++);
       if (emitter.isActive(result))

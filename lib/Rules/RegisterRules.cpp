@@ -25,4 +25,5 @@ void mlir::ad::registerReverseRules(DialectRegistry &registry) {
   });
   registerSCFTangentRules(registry);
   registerLinalgTangentRules(registry);
+  registerMemRefTangentRules(registry);
 }

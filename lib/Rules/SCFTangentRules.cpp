@@ -20,14 +20,15 @@ using namespace mlir::ad;
 
 namespace {
 
-/// Positions i of differentiable type at which any of `groups` holds an
-/// active value: the values a rebuilt region op carries a tangent for.
+/// Positions i of a type with tangents (a buffer's is its shadow) at which
+/// any of `groups` holds an active value: the values a rebuilt region op
+/// carries a tangent for.
 static SmallVector<unsigned>
 carriedPositions(TangentEmitter &emitter, TypeRange types,
                  ArrayRef<ValueRange> groups) {
   SmallVector<unsigned> positions;
   for (auto [index, type] : llvm::enumerate(types)) {
-    if (!isDifferentiableType(type))
+    if (!hasTangentType(type))
       continue;
     if (llvm::any_of(groups, [&, index = index](ValueRange group) {
           return emitter.isActive(group[index]);

@@ -16,7 +16,7 @@ LogicalResult mlir::ad::emitLinearTangent(Operation *op,
   assert(op->getNumRegions() == 0 && "a linear tangent clones no regions");
   IRMapping operands;
   for (Value operand : op->getOperands())
-    operands.map(operand, isDifferentiableType(operand.getType())
+    operands.map(operand, hasTangentType(operand.getType())
                               ? emitter.getTangent(operand)
                               : emitter.lookup(operand));
   Operation *copy = emitter.getBuilder().clone(*op, operands);

@@ -19,15 +19,85 @@
 #include "ad/IR/ADInterfaces.h"
 
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Transforms/RegionUtils.h"
 
 using namespace mlir;
 using namespace mlir::ad;
 
 ActivityAnalysis::ActivityAnalysis(func::FuncOp function,
-                                   ArrayRef<int64_t> wrt) {
+                                   ArrayRef<int64_t> wrt, bool followsMemory)
+    : followsMemory(followsMemory) {
+  if (followsMemory)
+    groupBuffers(function);
   propagateVaried(function, wrt);
   propagateUseful(function);
+}
+
+SmallVector<Value> mlir::ad::getWrittenBuffers(Operation *op) {
+  SmallVector<Value> written;
+  auto isBuffer = [](Value value) {
+    return value && isa<BaseMemRefType>(value.getType());
+  };
+  auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+  if (!effects) {
+    // Nested ops speak for a region op with recursive effects; an op that
+    // declares nothing (a call) may write any buffer it is given.
+    if (op->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
+      return written;
+    llvm::copy_if(op->getOperands(), std::back_inserter(written), isBuffer);
+    return written;
+  }
+  SmallVector<MemoryEffects::EffectInstance> instances;
+  effects.getEffects(instances);
+  for (MemoryEffects::EffectInstance &instance : instances)
+    if (isa<MemoryEffects::Write>(instance.getEffect()) &&
+        isBuffer(instance.getValue()) &&
+        !llvm::is_contained(written, instance.getValue()))
+      written.push_back(instance.getValue());
+  return written;
+}
+
+/// Whether `op` only reads or writes the buffers it is given, making none
+/// of them an alias of another (memref.load/store/copy, linalg ops on
+/// buffers): a view, a region op passing buffers on, a call (which may
+/// return its argument) or an op declaring nothing may alias what it
+/// touches.
+static bool makesNoAliases(Operation *op) {
+  if (!isa<MemoryEffectOpInterface>(op) || isa<ViewLikeOpInterface>(op))
+    return false;
+  return llvm::none_of(op->getResultTypes(), llvm::IsaPred<BaseMemRefType>);
+}
+
+void ActivityAnalysis::groupBuffers(func::FuncOp function) {
+  function.walk([&](Operation *op) {
+    if (makesNoAliases(op))
+      return;
+    SmallVector<Value> group;
+    auto add = [&](ValueRange values) {
+      for (Value value : values)
+        if (isa<BaseMemRefType>(value.getType()))
+          group.push_back(value);
+    };
+    add(op->getOperands());
+    add(op->getResults());
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        add(block.getArguments());
+    // A terminator passes buffers to its parent's results and regions.
+    Operation *parent = op->getParentOp();
+    if (op->hasTrait<OpTrait::IsTerminator>() && parent != function) {
+      add(parent->getResults());
+      for (Region &region : parent->getRegions())
+        for (Block &block : region)
+          add(block.getArguments());
+    }
+    for (Value value : group) {
+      buffers.insert(value);
+      buffers.unionSets(group.front(), value);
+    }
+  });
 }
 
 /// Results and region arguments of `op`.
@@ -60,20 +130,31 @@ void ActivityAnalysis::propagateVaried(func::FuncOp function,
   llvm::SmallPtrSet<Operation *, 16> enclosingVaried;
   for (int64_t position : wrt)
     worklist.push_back(function.getArgument(position));
+  // A varied op may write a varied value to the buffers it is given.
+  auto appendWritten = [&](Operation *op) {
+    if (followsMemory)
+      llvm::append_range(worklist, getWrittenBuffers(op));
+  };
   while (!worklist.empty()) {
     Value value = worklist.pop_back_val();
     if (!varied.insert(value).second)
       continue;
+    // Every buffer that may alias a varied one is varied.
+    if (followsMemory && buffers.contains(value))
+      llvm::append_range(worklist, buffers.members(value));
     for (Operation *user : value.getUsers()) {
       // No derivative flows through ad.stop_gradient.
       if (isa<StopGradientOp>(user))
         continue;
       appendDefinedByRegionOp(user, worklist);
+      appendWritten(user);
       // A terminator passes values to its parent's results and regions.
       Operation *parent = user->getParentOp();
       if (user->hasTrait<OpTrait::IsTerminator>() && parent &&
-          parent != function)
+          parent != function) {
         appendDefinedByRegionOp(parent, worklist);
+        appendWritten(parent);
+      }
       // Region branch ops (scf.for, scf.if, ...) pass values out through
       // their terminators only. Any other route out of a region (scf.forall's
       // tensor.parallel_insert_slice) is unknown here: every op around a
@@ -84,6 +165,7 @@ void ActivityAnalysis::propagateVaried(func::FuncOp function,
         if (!enclosingVaried.insert(parent).second)
           break;
         llvm::append_range(worklist, parent->getResults());
+        appendWritten(parent);
       }
     }
   }
@@ -96,6 +178,18 @@ void ActivityAnalysis::propagateUseful(func::FuncOp function) {
       if (isDifferentiableType(returned.getType()))
         worklist.push_back(returned);
   });
+  // What is written to a varied buffer may be read back: every operand of
+  // such a write (and what its regions read) is useful.
+  if (followsMemory)
+    function.walk([&](Operation *op) {
+      if (llvm::none_of(getWrittenBuffers(op),
+                        [&](Value buffer) { return varied.contains(buffer); }))
+        return;
+      llvm::append_range(worklist, op->getOperands());
+      op->walk([&](Operation *nested) {
+        llvm::append_range(worklist, nested->getOperands());
+      });
+    });
   llvm::SmallPtrSet<Operation *, 16> expanded;
   while (!worklist.empty()) {
     Value value = worklist.pop_back_val();
@@ -116,8 +210,12 @@ void ActivityAnalysis::propagateUseful(func::FuncOp function) {
 }
 
 bool ActivityAnalysis::isActive(Value value) const {
-  return varied.contains(value) && useful.contains(value) &&
-         isDifferentiableType(value.getType());
+  if (!varied.contains(value))
+    return false;
+  // A varied buffer of floats has a shadow, whoever reads it.
+  if (followsMemory && isa<MemRefType>(value.getType()))
+    return hasTangentType(value.getType());
+  return useful.contains(value) && isDifferentiableType(value.getType());
 }
 
 bool ActivityAnalysis::isActive(Operation *op) const {

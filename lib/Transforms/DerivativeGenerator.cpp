@@ -1297,40 +1297,36 @@ void DerivativeGenerator::shareRecursionTape(func::FuncOp a, func::FuncOp b) {
   Operation *groupB = widthGroup(recursionRoot(b));
   if (groupA == groupB)
     return;
-  RecursionWidth moved = recursionWidths.lookup(groupB);
+  unsigned moved = recursionWidths.lookup(groupB);
   recursionWidths.erase(groupB);
-  RecursionWidth &width = recursionWidths[groupA];
-  llvm::append_range(width.placeholders, moved.placeholders);
-  width.slots = std::max(width.slots, moved.slots);
+  unsigned &width = recursionWidths[groupA];
+  width = std::max(width, moved);
   mergedWidths[groupB] = groupA;
 }
 
 void DerivativeGenerator::addRecursionWidth(func::FuncOp function,
                                             Operation *placeholder,
                                             unsigned slots) {
-  RecursionWidth &width =
-      recursionWidths[widthGroup(recursionRoot(function))];
+  Operation *root = recursionRoot(function);
+  unsigned &width = recursionWidths[widthGroup(root)];
+  width = std::max(width, slots);
   if (placeholder)
-    width.placeholders.push_back(placeholder);
-  width.slots = std::max(width.slots, slots);
-}
-
-void DerivativeGenerator::forgetWidthPlaceholdersIn(
-    ArrayRef<func::FuncOp> functions) {
-  for (auto &entry : recursionWidths)
-    llvm::erase_if(entry.second.placeholders, [&](Operation *placeholder) {
-      return llvm::is_contained(functions,
-                                placeholder->getParentOfType<func::FuncOp>());
-    });
+    placeholder->setAttr(kRowWidthAttrName,
+                         cast<func::FuncOp>(root).getSymNameAttr());
 }
 
 void DerivativeGenerator::finalize() {
-  for (auto &[root, width] : recursionWidths) {
-    auto attr = IntegerAttr::get(IndexType::get(root->getContext()),
-                                 width.slots);
-    for (Operation *placeholder : width.placeholders)
-      placeholder->setAttr("value", attr);
-  }
+  // Placeholders in functions discarded after a failure went with them;
+  // copies made by forward mode are found like the originals.
+  symbolTable.getOp()->walk([&](arith::ConstantOp placeholder) {
+    auto root = placeholder->getAttrOfType<StringAttr>(kRowWidthAttrName);
+    if (!root)
+      return;
+    Operation *group = widthGroup(symbolTable.lookup(root));
+    placeholder.setValueAttr(IntegerAttr::get(
+        placeholder.getType(), recursionWidths.lookup(group)));
+    placeholder->removeAttr(kRowWidthAttrName);
+  });
 }
 
 /// Erases `buffer` when it is a buffer the forward function allocates and
@@ -1588,7 +1584,6 @@ DerivativeGenerator::generate(func::FuncOp callee,
       createCompanion(symbolTable, callee, forwardFunction,
                       getDerivativeName(callee, "pb", varied), cotangentTypes);
   auto discard = [&]() {
-    forgetWidthPlaceholdersIn({forwardFunction, pullbackFunction});
     symbolTable.erase(forwardFunction);
     symbolTable.erase(pullbackFunction);
     return failure();
@@ -1799,8 +1794,6 @@ DerivativeGenerator::generateRecursive(func::FuncOp callee,
   generated[key] = functions;
   auto discard = [&]() {
     generated.erase(key);
-    forgetWidthPlaceholdersIn({forwardFunction, pullbackFunction,
-                               recursiveForward, recursivePullback});
     for (func::FuncOp function : {forwardFunction, pullbackFunction,
                                   recursiveForward, recursivePullback})
       symbolTable.erase(function);

@@ -78,7 +78,9 @@ emitValueAndGrad(DerivativeGenerator &generator, RequestOp request,
   return results;
 }
 
-/// `ad.jvp`: a call of the tangent function of `callee`.
+/// `ad.jvp`: a call of the tangent function of `callee`; its results, then
+/// the tangents of the float results (the shadows of returned buffers are
+/// not part of the contract).
 static FailureOr<SmallVector<Value>>
 emitJvp(TangentGenerator &tangents, Operation *request, func::FuncOp callee,
         ValueRange operands, ValueRange tangentOperands,
@@ -92,7 +94,17 @@ emitJvp(TangentGenerator &tangents, Operation *request, func::FuncOp callee,
   OpBuilder builder(request);
   auto call = func::CallOp::create(builder, request->getLoc(), *function,
                                    callOperands);
-  return SmallVector<Value>(call.getResults());
+  unsigned numResults = callee.getNumResults();
+  SmallVector<Value> results(call.getResults().take_front(numResults));
+  ValueRange resultTangents = call.getResults().drop_front(numResults);
+  for (Type type : callee.getResultTypes()) {
+    if (!hasTangentType(type))
+      continue;
+    if (isDifferentiableType(type))
+      results.push_back(resultTangents.front());
+    resultTangents = resultTangents.drop_front();
+  }
+  return results;
 }
 
 /// Rewrites request `op` (ad.grad, ad.value_and_grad, ad.forward or ad.jvp)

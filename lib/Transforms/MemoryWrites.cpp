@@ -54,6 +54,13 @@ static bool isCallLike(Operation *op) {
 }
 
 bool MemoryWriteCheck::writesVaried(Operation *op, VariedFn isVaried) {
+  // Forward mode follows what an op with a rule writes to buffers: a
+  // buffer of floats has a shadow; reads from any varied buffer are varied,
+  // so a float's bits read back from a buffer of integers meet a bitcast,
+  // which has no rule.
+  if (followsMemory && isa<TangentRuleOpInterface>(op) &&
+      !getWrittenBuffers(op).empty())
+    return false;
   auto effects = dyn_cast<MemoryEffectOpInterface>(op);
   if (!effects) {
     // Nested ops speak for a region op with recursive effects; an op that
@@ -125,7 +132,7 @@ Operation *MemoryWriteCheck::findWriteInCallee(
     return it->second.writer;
   }
   auto function = cast<func::FuncOp>(callee);
-  ActivityAnalysis activity(function, positions);
+  ActivityAnalysis activity(function, positions, followsMemory);
   llvm::DenseSet<Operation *> skip;
   SmallVector<Operation *> inner;
   Operation *writer = findWrite(
@@ -154,12 +161,14 @@ LogicalResult MemoryWriteCheck::check(
 std::string mlir::ad::describeWrite(Operation *writer) {
   auto function = writer->getParentOfType<FunctionOpInterface>();
   if (function && function->hasAttr(kGeneratedAttrName))
-    return "cannot differentiate a derivative that keeps its tape in memory "
-           "(the tape of a loop, a while loop, a recursion or deeply nested "
-           "branches; a linalg op differentiated as its loop nest, such as a "
-           "gather, a product reduction or a body with control flow, is a "
-           "loop too): higher-order derivatives work for straight-line code, "
-           "branches, calls and the other linalg ops only, so far";
+    return "cannot take the gradient of a derivative that keeps its tape in "
+           "memory (the tape of a loop, a while loop, a recursion or deeply "
+           "nested branches; a linalg op differentiated as its loop nest, "
+           "such as a gather, a product reduction or a body with control "
+           "flow, is a loop too): reverse over reverse works for "
+           "straight-line code, branches, calls and the other linalg ops "
+           "only; forward over reverse (ad.hvp, or ad.jvp of a function "
+           "taking a gradient) works everywhere";
   if (isa<CallOpInterface>(writer))
     return "cannot differentiate through memory: this call passes a value "
            "that depends on a differentiated argument to a function without "
@@ -197,10 +206,11 @@ mlir::ad::emitErrorWithCallChain(Operation *op, const Twine &message,
 }
 
 Value mlir::ad::findUncarriedOperand(Operation *op,
-                                     MemoryWriteCheck::VariedFn isVaried) {
+                                     MemoryWriteCheck::VariedFn isVaried,
+                                     function_ref<bool(Type)> carries) {
   for (Value operand : op->getOperands()) {
     Type type = operand.getType();
-    if (isVaried(operand) && !isDifferentiableType(type) &&
+    if (isVaried(operand) && !carries(type) &&
         !getElementTypeOrSelf(type).isIntOrIndex())
       return operand;
   }

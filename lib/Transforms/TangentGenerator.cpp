@@ -12,9 +12,11 @@
 #include "ad/Transforms/TangentGenerator.h"
 #include "ad/IR/ADDialect.h"
 #include "ad/Transforms/DerivativeGenerator.h"
+#include "ad/Rules/ShadowBuffers.h"
 #include "ad/Transforms/ActivityAnalysis.h"
 
 #include "mlir/IR/IRMapping.h"
+#include "llvm/Support/ScopedPrinter.h"
 #include "mlir/Interfaces/CallInterfaces.h"
 
 using namespace mlir;
@@ -24,11 +26,11 @@ FunctionType mlir::ad::getTangentFunctionType(func::FuncOp callee,
                                               ArrayRef<int64_t> wrt) {
   FunctionType type = callee.getFunctionType();
   SmallVector<Type> inputs(type.getInputs());
-  for (int64_t position : getDifferentiablePositions(callee, wrt))
+  for (int64_t position : getTangentPositions(callee, wrt))
     inputs.push_back(type.getInput(position));
   SmallVector<Type> results(type.getResults());
   for (Type result : type.getResults())
-    if (isDifferentiableType(result))
+    if (hasTangentType(result))
       results.push_back(result);
   return FunctionType::get(callee.getContext(), inputs, results);
 }
@@ -40,7 +42,7 @@ class TangentSweep : public TangentEmitter {
 public:
   TangentSweep(TangentGenerator &generator, func::FuncOp function,
                ArrayRef<int64_t> wrt, Block *body)
-      : generator(generator), activity(function, wrt),
+      : generator(generator), activity(function, wrt, /*followsMemory=*/true),
         builder(OpBuilder::atBlockEnd(body)) {}
 
   OpBuilder &getBuilder() override { return builder; }
@@ -68,6 +70,14 @@ public:
   Value getTangent(Value original) override {
     if (Value tangent = tangents.lookup(original))
       return tangent;
+    if (isa<MemRefType>(original.getType())) {
+      // A buffer nothing differentiable was written to: one zero shadow,
+      // which every later read and write of the buffer shares.
+      Value shadow = createZeroShadow(builder, original.getLoc(),
+                                      lookup(original));
+      tangents[original] = shadow;
+      return shadow;
+    }
     return createZerosLike(builder, original.getLoc(), original.getType(),
                            lookup(original));
   }
@@ -83,11 +93,32 @@ public:
   /// differentiated argument in a type that carries no tangent.
   LogicalResult checkOperandsCarryTangents(Operation &op) {
     Value operand = findUncarriedOperand(
-        &op, [&](Value value) { return activity.isVaried(value); });
+        &op, [&](Value value) { return activity.isVaried(value); },
+        hasTangentType);
     if (!operand)
       return success();
     generator.emitError(&op, describeUncarriedOperand(&op, operand));
     return failure();
+  }
+
+  /// Fails with a diagnostic when an operand of `op` is a buffer of floats
+  /// without a shadow whose zero shadow cannot be allocated (a rule may ask
+  /// for it).
+  LogicalResult checkShadowsCanBeCreated(Operation &op) {
+    for (Value operand : op.getOperands()) {
+      auto type = dyn_cast<MemRefType>(operand.getType());
+      if (!type || !hasTangentType(type) || tangents.contains(operand) ||
+          canCreateZeroShadow(type))
+        continue;
+      generator.emitError(&op, "cannot differentiate '" +
+                                   op.getName().getStringRef() +
+                                   "': its buffer operand of type '" +
+                                   llvm::to_string(type) +
+                                   "' would need a zero shadow buffer, which "
+                                   "no allocation of that layout gives");
+      return failure();
+    }
+    return success();
   }
 
   LogicalResult emitOps(Block &original) override {
@@ -110,7 +141,11 @@ public:
 
 private:
   LogicalResult emitOp(Operation &op) {
-    bool active = activity.isActive(&op);
+    // An op writing a buffer with a shadow writes the shadow too.
+    bool active = activity.isActive(&op) ||
+                  llvm::any_of(getWrittenBuffers(&op), [&](Value buffer) {
+                    return activity.isActive(buffer);
+                  });
     auto rule = dyn_cast<TangentRuleOpInterface>(&op);
     if (active && !rule && isa_and_nonnull<ADDialect>(op.getDialect())) {
       generator.emitError(&op, kOwnDerivativeMessage);
@@ -118,9 +153,13 @@ private:
     }
     if (active && !rule) {
       generator.emitError(&op, "no tangent rule for '" +
-                                   op.getName().getStringRef() +
-                                   "', whose result depends on a "
-                                   "differentiated argument");
+                                   op.getName().getStringRef() + "', " +
+                                   (activity.isActive(&op)
+                                        ? "whose result depends on a "
+                                          "differentiated argument"
+                                        : "which writes a buffer holding "
+                                          "values that depend on a "
+                                          "differentiated argument"));
       return failure();
     }
     // An active call's rule differentiates its callee, whose ops are
@@ -130,7 +169,8 @@ private:
       return failure();
     if (!active)
       return cloneOp(&op);
-    if (failed(checkOperandsCarryTangents(op)))
+    if (failed(checkOperandsCarryTangents(op)) ||
+        failed(checkShadowsCanBeCreated(op)))
       return failure();
     return rule.emitTangent(*this);
   }
@@ -221,10 +261,24 @@ LogicalResult TangentGenerator::generate(func::FuncOp callee,
   unsigned numArguments = callee.getNumArguments();
   sweep.mapValues(original.getArguments(),
                   body->getArguments().take_front(numArguments));
-  for (auto [index, position] :
-       llvm::enumerate(getDifferentiablePositions(callee, wrt)))
+  SmallVector<int64_t> withTangents = getTangentPositions(callee, wrt);
+  for (auto [index, position] : llvm::enumerate(withTangents))
     sweep.setTangent(original.getArgument(position),
                      body->getArgument(numArguments + index));
+  // A buffer argument given without a shadow (the caller differentiates
+  // nothing it holds) to which the function writes a differentiable value:
+  // its shadow would be a fresh one, not shared with the arguments that
+  // may alias it.
+  for (BlockArgument argument : original.getArguments())
+    if (isa<MemRefType>(argument.getType()) && sweep.isActive(argument) &&
+        !llvm::is_contained(withTangents, argument.getArgNumber())) {
+      emitError(callee, "cannot differentiate '" + callee.getSymName() +
+                            "': it writes a value that depends on a "
+                            "differentiated argument to its buffer argument " +
+                            Twine(argument.getArgNumber()) +
+                            ", whose tangent forward mode cannot return");
+      return failure();
+    }
   if (failed(sweep.emitOps(original)))
     return failure();
   Operation *terminator = original.getTerminator();
@@ -236,7 +290,7 @@ LogicalResult TangentGenerator::generate(func::FuncOp callee,
   for (Value returned : terminator->getOperands())
     results.push_back(sweep.lookup(returned));
   for (Value returned : terminator->getOperands())
-    if (isDifferentiableType(returned.getType()))
+    if (hasTangentType(returned.getType()))
       results.push_back(sweep.getTangent(returned));
   func::ReturnOp::create(sweep.getBuilder(), terminator->getLoc(), results);
   return success();

@@ -160,10 +160,11 @@ func.func @caller(%x: f64, %m: memref<4xf64>) -> f64 {
 
 // -----
 
-// Second order through a loop: the inner gradient keeps its tape in a
-// buffer, which forward and reverse mode do not differentiate yet. The
-// error names the function whose derivative has the tape and the request.
-// expected-error @+1 {{cannot differentiate a derivative that keeps its tape in memory (the tape of a loop, a while loop, a recursion or deeply nested branches;}}
+// Reverse over reverse through a loop: the inner gradient keeps its tape in
+// a buffer, which reverse mode does not follow (forward mode does, with
+// shadow buffers: differentiate-jvp.mlir). The error names the function
+// whose derivative has the tape and the request.
+// expected-error @+1 {{cannot take the gradient of a derivative that keeps its tape in memory (the tape of a loop, a while loop, a recursion or deeply nested branches;}}
 func.func @inner(%x: f64, %n: index) -> f64 {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index

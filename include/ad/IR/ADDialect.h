@@ -34,6 +34,12 @@ PullbackType getPullbackTypeOf(func::FuncOp callee, ArrayRef<int64_t> wrt);
 /// bits (arith.bitcast), so the callee's activity starts from them too.
 SmallVector<int64_t> getDifferentiablePositions(func::FuncOp callee,
                                                 ArrayRef<int64_t> positions);
+
+/// The positions among `positions` whose argument of `callee` has a
+/// tangent in forward mode (hasTangentType: differentiable types and
+/// buffers of floats, which get shadow buffers).
+SmallVector<int64_t> getTangentPositions(func::FuncOp callee,
+                                         ArrayRef<int64_t> positions);
 } // namespace mlir::ad
 
 #endif // AD_IR_ADDIALECT_H

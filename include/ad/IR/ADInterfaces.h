@@ -237,6 +237,11 @@ public:
 /// of floats).
 bool isDifferentiableType(Type type);
 
+/// Whether values of `type` have tangents in forward mode: differentiable
+/// types and ranked memrefs of floats, whose tangent is a shadow buffer of
+/// the same type (zero where nothing differentiable was written).
+bool hasTangentType(Type type);
+
 /// A constant of differentiable `type` filled with `value`; null when the
 /// type cannot be filled without shape operands.
 Value createFilledConstant(OpBuilder &builder, Location loc, Type type,

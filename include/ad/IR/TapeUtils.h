@@ -21,6 +21,13 @@ Value createGrowableTape(OpBuilder &b, Location loc, Value width);
 Value growTapeIfFull(OpBuilder &b, Location loc, Value tape, Value row,
                      Value width);
 
+/// Marks the arith.bitcast that puts an integer's bits into an f64 tape slot.
+/// The slot is only ever decoded back into that integer, so the bitcast's
+/// tangent is zero in forward mode over a generated function (a user's
+/// integer-to-float bitcast has no derivative rule). Internal: not for user
+/// programs.
+inline constexpr const char kTapeSlotAttrName[] = "ad.tape_slot";
+
 /// `value` (a float, integer or index) widened or bitcast into an f64 slot;
 /// a ranked tensor of floats widened, or of integers of at most 32 bits
 /// converted, elementwise to f64.

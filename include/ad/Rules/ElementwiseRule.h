@@ -218,11 +218,12 @@ struct ZeroTangentRule
   }
 };
 
-/// Emits `op` once more with each operand of differentiable type replaced
-/// by its tangent (others by their primal values) and makes the copy's
-/// results the tangents of `op`'s active results. Right for an op that is
-/// linear in its differentiable operands taken together (tensor.insert,
-/// tensor.extract_slice, arith.extf): its derivative is the op itself.
+/// Emits `op` once more with each operand that has a tangent (hasTangentType:
+/// a buffer's is its shadow) replaced by its tangent (others by their primal
+/// values) and makes the copy's results the tangents of `op`'s active
+/// results. Right for an op that is linear in those operands taken together
+/// (tensor.insert, tensor.extract_slice, arith.extf, memref.load and
+/// memref.store, views of buffers): its derivative is the op itself.
 /// `op` must have no regions; its primal must have been emitted.
 LogicalResult emitLinearTangent(Operation *op, TangentEmitter &emitter);
 

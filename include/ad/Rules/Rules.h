@@ -30,6 +30,9 @@ void registerLinalgReverseRules(DialectRegistry &registry);
 void registerSCFTangentRules(DialectRegistry &registry);
 /// Forward-mode rules of linalg.generic and the tensor ops.
 void registerLinalgTangentRules(DialectRegistry &registry);
+/// Forward-mode rules of memref and bufferization ops (shadow buffers) and
+/// of the bitcast that fills a tape slot.
+void registerMemRefTangentRules(DialectRegistry &registry);
 /// Every rule above, reverse and forward. (The arith, math and func
 /// functions register both modes' rules of their ops.)
 void registerReverseRules(DialectRegistry &registry);

@@ -11,6 +11,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/EquivalenceClasses.h"
 
 namespace mlir::ad {
 
@@ -18,9 +19,19 @@ namespace mlir::ad {
 /// arguments. Values of any type propagate variedness (an integer computed
 /// from a float can flow back into a float), but only values of
 /// differentiable type are active.
+///
+/// With `followsMemory` (forward mode, which gives buffers shadow buffers),
+/// buffers of floats carry derivatives too: a buffer is varied when an op
+/// with a varied operand may write it or any buffer that may alias it
+/// (flow-insensitively: the analysis does not order reads and writes), a
+/// value read from a varied buffer is varied, and every operand of a write
+/// into a varied buffer is useful. Without it (reverse mode) buffers carry
+/// nothing, and a write of a varied value to memory is an error reported
+/// by MemoryWriteCheck.
 class ActivityAnalysis {
 public:
-  ActivityAnalysis(func::FuncOp function, ArrayRef<int64_t> wrt);
+  ActivityAnalysis(func::FuncOp function, ArrayRef<int64_t> wrt,
+                   bool followsMemory = false);
 
   /// Whether `value` is varied, useful and of differentiable type.
   bool isActive(Value value) const;
@@ -32,10 +43,19 @@ public:
 private:
   void propagateVaried(func::FuncOp function, ArrayRef<int64_t> wrt);
   void propagateUseful(func::FuncOp function);
+  /// Groups the buffers of `function` that may alias (followsMemory).
+  void groupBuffers(func::FuncOp function);
 
+  bool followsMemory;
   llvm::DenseSet<Value> varied;
   llvm::DenseSet<Value> useful;
+  /// The buffers that may alias: one class per group (followsMemory).
+  llvm::EquivalenceClasses<Value> buffers;
 };
+
+/// The buffers `op` may write: the memref operands its memory effects name
+/// as written, or all of them when it declares no effects (a call).
+SmallVector<Value> getWrittenBuffers(Operation *op);
 
 } // namespace mlir::ad
 

@@ -28,6 +28,11 @@ namespace mlir::ad {
 /// op, which would grow as depth x values.
 inline constexpr unsigned kBranchTapeDepth = 3;
 
+/// Marks a row-width placeholder of a recursion's tape; its value is the
+/// symbol of the recursion's root function (see
+/// DerivativeGenerator::addRecursionWidth).
+inline constexpr const char kRowWidthAttrName[] = "ad.row_width_of";
+
 /// `<callee>_ad_<kind>_<wrt positions joined by '_'>`: the name of a
 /// function generated for `callee` ("fwd", "pb", "jvp", ...), renamed by
 /// the symbol table on a clash.
@@ -76,6 +81,9 @@ public:
   /// Registers a row-width placeholder (an arith.constant of index type) of
   /// the tape shared by the recursion of `function`, and the slots one of
   /// its functions needs; finalize() sets every placeholder to the maximum.
+  /// The placeholder is marked with kRowWidthAttrName, naming the
+  /// recursion, so that its copies (forward mode over the function clones
+  /// it) are set too.
   void addRecursionWidth(func::FuncOp function, Operation *placeholder,
                          unsigned slots);
 
@@ -138,18 +146,12 @@ private:
   SmallVector<bool> componentIsRecursion;
   SmallVector<Operation *> componentRoot;
   void computeRecursions();
-  /// Per recursion root: width placeholders and the widest row.
-  struct RecursionWidth {
-    SmallVector<Operation *> placeholders;
-    unsigned slots = 0;
-  };
-  llvm::MapVector<Operation *, RecursionWidth> recursionWidths;
+  /// Per recursion root: the widest row.
+  llvm::MapVector<Operation *, unsigned> recursionWidths;
   /// Recursion roots whose width group was merged into another's.
   DenseMap<Operation *, Operation *> mergedWidths;
   /// The width group of a recursion root (after merges).
   Operation *widthGroup(Operation *root);
-  /// Drops the width placeholders inside `functions`, which are discarded.
-  void forgetWidthPlaceholdersIn(ArrayRef<func::FuncOp> functions);
   /// Per generated forward function: the results that are records.
   DenseMap<Operation *, SmallVector<TapeRecord, 1>> records;
   /// Per generated (non-recursive) forward function: the number of the

@@ -11,6 +11,8 @@
 #ifndef AD_TRANSFORMS_MEMORYWRITES_H
 #define AD_TRANSFORMS_MEMORYWRITES_H
 
+#include "ad/IR/ADInterfaces.h"
+
 #include "mlir/IR/Operation.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/DenseSet.h"
@@ -28,6 +30,15 @@ class MemoryWriteCheck {
 public:
   /// Whether a value depends on a differentiated argument.
   using VariedFn = function_ref<bool(Value)>;
+
+  /// With `followsMemory` (forward mode), writes to buffers by an op with a
+  /// tangent rule are not reported: ActivityAnalysis follows them (a buffer
+  /// of floats has a shadow; a value read from a varied buffer is varied, so
+  /// a float's bits stored as an integer and read back meet an integer to
+  /// float bitcast, which has no rule), and callees are analysed following
+  /// memory too.
+  explicit MemoryWriteCheck(bool followsMemory = false)
+      : followsMemory(followsMemory) {}
 
   /// The op that may write a varied value (of any type) to memory,
   /// among `op` and the ops nested in it (ops in `skip` and their nested
@@ -70,6 +81,7 @@ private:
       callees;
   std::unique_ptr<SymbolTableCollection> symbolTables =
       std::make_unique<SymbolTableCollection>();
+  bool followsMemory;
 };
 
 /// Marks the derivative functions while they are in the scratch module
@@ -92,7 +104,10 @@ std::string describeWrite(Operation *writer);
 /// `isVaried`) but has a type that cannot carry a derivative (an unranked
 /// tensor, a vector, a memref), or null. Differentiating `op` would drop
 /// that operand's derivative.
-Value findUncarriedOperand(Operation *op, MemoryWriteCheck::VariedFn isVaried);
+/// `carries` says which types carry one (forward mode: hasTangentType).
+Value findUncarriedOperand(Operation *op, MemoryWriteCheck::VariedFn isVaried,
+                           function_ref<bool(Type)> carries =
+                               isDifferentiableType);
 
 /// The error at `op` when findUncarriedOperand found `operand`.
 std::string describeUncarriedOperand(Operation *op, Value operand);

@@ -62,7 +62,7 @@ private:
       generated;
   /// Calls (or ad ops) whose callee is being differentiated, outermost first.
   SmallVector<Operation *> requesters;
-  MemoryWriteCheck memoryWrites;
+  MemoryWriteCheck memoryWrites{/*followsMemory=*/true};
 };
 
 /// The type of the tangent function of `callee` for the argument positions
