@@ -2,7 +2,8 @@
 //
 // linalg.generic is differentiated by rebuilding it with one more input per
 // active input (its tangent, under the same indexing map) and one more
-// output per active result (the result's tangent, under the output's map),
+// output per active result (the result's tangent, under the output's map;
+// on buffers, per output buffer with a shadow, which it writes),
 // and emitting its body with the scalar ops' own tangent rules: a
 // contraction's tangent is the sum of the contractions with each tangent,
 // a max reduction's tangent follows the selected element, all in one pass.
@@ -31,9 +32,12 @@ struct GenericTangentRule
                                             linalg::GenericOp> {
   LogicalResult emitTangent(Operation *op, TangentEmitter &emitter) const {
     auto generic = cast<linalg::GenericOp>(op);
-    if (!generic.hasPureTensorSemantics())
-      return emitter.emitError(op, "cannot differentiate a linalg.generic on "
-                                   "buffers; write it on tensors");
+    // On buffers the outputs with shadows are carried (the op writes them);
+    // on tensors the active results.
+    bool onBuffers = generic.hasPureBufferSemantics();
+    if (!onBuffers && !generic.hasPureTensorSemantics())
+      return emitter.emitError(op, "cannot differentiate a linalg.generic "
+                                   "that mixes tensors and buffers");
     Block &body = *generic.getBody();
     unsigned numInputs = generic.getNumDpsInputs();
     unsigned numOutputs = generic.getNumDpsInits();
@@ -45,10 +49,11 @@ struct GenericTangentRule
 
     SmallVector<unsigned> activeInputs, carriedOutputs;
     for (auto [index, input] : llvm::enumerate(generic.getDpsInputs()))
-      if (isDifferentiableType(input.getType()) && emitter.isActive(input))
+      if (hasTangentType(input.getType()) && emitter.isActive(input))
         activeInputs.push_back(index);
-    for (auto [index, result] : llvm::enumerate(generic.getResults()))
-      if (emitter.isActive(result))
+    for (unsigned index = 0; index < numOutputs; ++index)
+      if (onBuffers ? emitter.isActive(generic.getDpsInits()[index])
+                    : emitter.isActive(generic.getResult(index)))
         carriedOutputs.push_back(index);
 
     SmallVector<Value> inputs, outputs;
@@ -68,8 +73,9 @@ struct GenericTangentRule
     for (unsigned index : carriedOutputs)
       maps.push_back(outputMaps[index]);
     SmallVector<Type> resultTypes;
-    for (Value output : outputs)
-      resultTypes.push_back(output.getType());
+    if (!onBuffers)
+      for (Value output : outputs)
+        resultTypes.push_back(output.getType());
 
     OpBuilder &b = emitter.getBuilder();
     Location loc = generic.getLoc();
@@ -111,6 +117,8 @@ struct GenericTangentRule
         yielded.push_back(emitter.getTangent(yield->getOperand(index)));
       linalg::YieldOp::create(b, yield->getLoc(), yielded);
     }
+    if (onBuffers)
+      return success();
     emitter.mapResults(op, rebuilt.getResults().take_front(numOutputs));
     for (auto [k, index] : llvm::enumerate(carriedOutputs))
       emitter.setTangent(generic.getResult(index),

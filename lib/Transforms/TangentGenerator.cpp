@@ -101,6 +101,20 @@ public:
     return failure();
   }
 
+  /// Whether `op` or an op nested in it may write a buffer with a shadow.
+  bool writesShadowedBuffer(Operation &op) {
+    return op
+        .walk([&](Operation *nested) {
+          return llvm::any_of(getWrittenBuffers(nested),
+                              [&](Value buffer) {
+                                return activity.isActive(buffer);
+                              })
+                     ? WalkResult::interrupt()
+                     : WalkResult::advance();
+        })
+        .wasInterrupted();
+  }
+
   /// Fails with a diagnostic when an operand of `op` is a buffer of floats
   /// without a shadow whose zero shadow cannot be allocated (a rule may ask
   /// for it).
@@ -141,11 +155,9 @@ public:
 
 private:
   LogicalResult emitOp(Operation &op) {
-    // An op writing a buffer with a shadow writes the shadow too.
-    bool active = activity.isActive(&op) ||
-                  llvm::any_of(getWrittenBuffers(&op), [&](Value buffer) {
-                    return activity.isActive(buffer);
-                  });
+    // An op writing a buffer with a shadow (itself or an op in its regions)
+    // writes the shadow too.
+    bool active = activity.isActive(&op) || writesShadowedBuffer(op);
     auto rule = dyn_cast<TangentRuleOpInterface>(&op);
     if (active && !rule && isa_and_nonnull<ADDialect>(op.getDialect())) {
       generator.emitError(&op, kOwnDerivativeMessage);

@@ -625,6 +625,81 @@ def test_hvp_through_loops_while_loops_recursion_and_tensor_tapes():
     np.testing.assert_allclose(h, fd, rtol=1e-6, atol=1e-9)
 
 
+BUFFERS = """
+// A scratch buffer: x^2 and sin(x) * y written, read back in a loop.
+func.func @scratch(%x: f64, %y: f64) -> f64 {
+  %m = memref.alloca() : memref<2xf64>
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %sq = arith.mulf %x, %x : f64
+  memref.store %sq, %m[%c0] : memref<2xf64>
+  %s = math.sin %x : f64
+  %sy = arith.mulf %s, %y : f64
+  memref.store %sy, %m[%c1] : memref<2xf64>
+  %z = arith.constant 0.0 : f64
+  %r = scf.for %i = %c0 to %c2 step %c1 iter_args(%acc = %z) -> f64 {
+    %v = memref.load %m[%i] : memref<2xf64>
+    %e = math.exp %v : f64
+    %a = arith.addf %acc, %e : f64
+    scf.yield %a : f64
+  }
+  return %r : f64
+}
+// A growable buffer (realloc), a copy, a subview and a generic on buffers.
+func.func @grow(%x: f64, %n: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %b0 = memref.alloc() : memref<1xf64>
+  %b = memref.cast %b0 : memref<1xf64> to memref<?xf64>
+  memref.store %x, %b[%c0] : memref<?xf64>
+  %big = memref.realloc %b(%n) : memref<?xf64> to memref<?xf64>
+  scf.for %i = %c1 to %n step %c1 {
+    %p = arith.subi %i, %c1 : index
+    %prev = memref.load %big[%p] : memref<?xf64>
+    %s = math.sin %prev : f64
+    %t = arith.mulf %s, %x : f64
+    memref.store %t, %big[%i] : memref<?xf64>
+  }
+  %copy = memref.alloc(%n) : memref<?xf64>
+  memref.copy %big, %copy : memref<?xf64> to memref<?xf64>
+  %tail = memref.subview %copy[1] [2] [1] : memref<?xf64> to memref<2xf64, strided<[1], offset: 1>>
+  %sq = memref.alloc() : memref<2xf64>
+  linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>],
+                  iterator_types = ["parallel"]}
+      ins(%tail : memref<2xf64, strided<[1], offset: 1>>) outs(%sq : memref<2xf64>) {
+    ^bb0(%a: f64, %o: f64):
+      %m = arith.mulf %a, %a : f64
+      linalg.yield %m : f64
+  }
+  %t = bufferization.to_tensor %sq restrict : memref<2xf64> to tensor<2xf64>
+  %e0 = tensor.extract %t[%c0] : tensor<2xf64>
+  %e1 = tensor.extract %t[%c1] : tensor<2xf64>
+  %r = arith.addf %e0, %e1 : f64
+  return %r : f64
+}
+"""
+
+
+def test_jvp_through_buffers_of_a_user_function():
+    # Scratch buffers, a reallocation, a copy, a subview, a generic on
+    # buffers and a loop without results that writes a buffer: shadow
+    # buffers carry the tangents.
+    m = mlir_ad.compile(BUFFERS)
+    for args, t in [((0.7, 1.3), (1.0, 0.0)), ((0.7, 1.3), (0.0, 1.0)),
+                    ((0.2, -0.4), (0.3, -2.0))]:
+        _, ty = mlir_ad.jvp(m.scratch, args, t)
+        e = 1e-6
+        fd = (m.scratch(args[0] + e * t[0], args[1] + e * t[1]) -
+              m.scratch(args[0] - e * t[0], args[1] - e * t[1])) / (2 * e)
+        assert ty == pytest.approx(fd, rel=1e-7)
+    for x in (0.5, 1.2):
+        _, ty = mlir_ad.jvp(m.grow, (x, 5), (1.0,))
+        fd = (m.grow(x + 1e-6, 5) - m.grow(x - 1e-6, 5)) / 2e-6
+        assert ty == pytest.approx(fd, rel=1e-7)
+
+
 def test_grad_of_grad_through_a_loop_is_a_clear_error():
     m = mlir_ad.compile(LOOPS + """
     func.func @slope(%x: f64, %n: index) -> f64 {

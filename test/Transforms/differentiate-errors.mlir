@@ -567,3 +567,62 @@ func.func @jvp_unranked(%x: tensor<3xf64>, %t: tensor<3xf64>) -> tensor<*xf64> {
   %y = ad.jvp @unranked(%x) tangents(%t) : (tensor<3xf64>) -> tensor<*xf64>
   return %y : tensor<*xf64>
 }
+
+// -----
+
+// Forward mode follows a float's bits into a buffer of integers: reading
+// them back into a float meets the bitcast, which has no rule.
+func.func @store_bits_forward(%x: f64) -> f64 {
+  %i = arith.bitcast %x : f64 to i64
+  %m = memref.alloca() : memref<1xi64>
+  %c0 = arith.constant 0 : index
+  memref.store %i, %m[%c0] : memref<1xi64>
+  %l = memref.load %m[%c0] : memref<1xi64>
+  // expected-error @+1 {{no tangent rule for 'arith.bitcast', whose result depends on a differentiated argument}}
+  %y = arith.bitcast %l : i64 to f64
+  %r = arith.mulf %y, %x : f64
+  return %r : f64
+}
+
+func.func @caller(%x: f64, %t: f64) -> f64 {
+  // expected-note @+1 {{while differentiating this call of @store_bits_forward}}
+  %y, %ty = ad.jvp @store_bits_forward(%x) tangents(%t) : (f64) -> (f64, f64)
+  return %ty : f64
+}
+
+// -----
+
+// A buffer argument of the function a jvp is taken of gets no shadow: a
+// write of a differentiable value to it is an error, not a tangent lost.
+// expected-error @+1 {{cannot differentiate 'writes_argument': it writes a value that depends on a differentiated argument to its buffer argument 1, whose tangent forward mode cannot return}}
+func.func @writes_argument(%x: f64, %m: memref<f64>) -> f64 {
+  %s = math.sin %x : f64
+  memref.store %s, %m[] : memref<f64>
+  %l = memref.load %m[] : memref<f64>
+  return %l : f64
+}
+
+func.func @caller(%x: f64, %m: memref<f64>, %t: f64) -> f64 {
+  // expected-note @+1 {{while differentiating this call of @writes_argument}}
+  %y, %ty = ad.jvp @writes_argument(%x, %m) tangents(%t) : (f64, memref<f64>) -> (f64, f64)
+  return %ty : f64
+}
+
+// -----
+
+// An op on a shadowed buffer without a tangent rule is reported.
+func.func @no_rule_on_buffer(%x: f64) -> f64 {
+  %m = memref.alloca() : memref<4xf64>
+  %c0 = arith.constant 0 : index
+  %v = vector.broadcast %x : f64 to vector<4xf64>
+  // expected-error @+1 {{no tangent rule for 'vector.store', which writes a buffer holding values that depend on a differentiated argument}}
+  vector.store %v, %m[%c0] : memref<4xf64>, vector<4xf64>
+  %l = memref.load %m[%c0] : memref<4xf64>
+  return %l : f64
+}
+
+func.func @caller(%x: f64, %t: f64) -> f64 {
+  // expected-note @+1 {{while differentiating this call of @no_rule_on_buffer}}
+  %y, %ty = ad.jvp @no_rule_on_buffer(%x) tangents(%t) : (f64) -> (f64, f64)
+  return %ty : f64
+}
