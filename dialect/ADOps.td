@@ -176,7 +176,10 @@ def AD_HvpOp : AD_DerivativeRequestOp<"hvp", [AttrSizedOperandSegments]> {
     ```
 
     It is computed forward-over-reverse: `ad.jvp` of a function returning
-    `ad.grad @f`, which is what a user writing that function gets too.
+    `ad.grad @f`, which is what a user writing that function gets too. The
+    gradient's tapes (loops, while loops, recursion) are buffers, which
+    forward mode follows with shadow buffers, so every function `ad.grad`
+    differentiates has an `ad.hvp`.
   }];
   let arguments = (ins FlatSymbolRefAttr:$callee, Variadic<AnyType>:$args,
                        Variadic<AnyType>:$tangents,
