@@ -138,7 +138,15 @@ struct CallTangentRule
                                    "callee is not a func.func of the module");
     SmallVector<int64_t> varied = getVariedPositions(call, emitter);
     OpBuilder &builder = emitter.getBuilder();
-    if (varied.empty()) {
+    // A buffer the call returns, to which a differentiable value is written
+    // later, gets its shadow from the callee's tangent function even when
+    // no argument varies: the callee knows what it returns (a fresh buffer
+    // gets a fresh shadow; a global, which other calls return too, is an
+    // error there).
+    bool returnsShadowed = llvm::any_of(call.getResults(), [&](Value result) {
+      return isa<MemRefType>(result.getType()) && emitter.isActive(result);
+    });
+    if (varied.empty() && !returnsShadowed) {
       // Varied only through values that cannot carry a derivative (the
       // memory-write check reports those that could): zero tangents.
       if (failed(emitter.cloneOp(op)))

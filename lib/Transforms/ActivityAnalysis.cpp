@@ -130,6 +130,15 @@ void ActivityAnalysis::propagateVaried(func::FuncOp function,
   llvm::SmallPtrSet<Operation *, 16> enclosingVaried;
   for (int64_t position : wrt)
     worklist.push_back(function.getArgument(position));
+  // A caller may write a differentiable value to a buffer the function
+  // returns: it needs a shadow that every alias of it shares.
+  if (followsMemory)
+    function.walk([&](func::ReturnOp ret) {
+      for (Value returned : ret.getOperands())
+        if (hasTangentType(returned.getType()) &&
+            isa<MemRefType>(returned.getType()))
+          worklist.push_back(returned);
+    });
   // A varied op may write a varied value to the buffers it is given.
   auto appendWritten = [&](Operation *op) {
     if (followsMemory)

@@ -626,3 +626,30 @@ func.func @caller(%x: f64, %t: f64) -> f64 {
   %y, %ty = ad.jvp @no_rule_on_buffer(%x) tangents(%t) : (f64) -> (f64, f64)
   return %ty : f64
 }
+
+// -----
+
+// A global buffer a caller writes a differentiable value to: other calls
+// return the same memory, which no shadow per call would share.
+memref.global "private" @g : memref<2xf64> = dense<0.0>
+
+func.func private @global_buffer() -> memref<2xf64> {
+  // expected-error @+1 {{no tangent rule for 'memref.get_global', whose result depends on a differentiated argument}}
+  %m = memref.get_global @g : memref<2xf64>
+  return %m : memref<2xf64>
+}
+
+func.func @writes_global(%x: f64) -> f64 {
+  // expected-note @+1 {{while differentiating this call of @global_buffer}}
+  %m = func.call @global_buffer() : () -> memref<2xf64>
+  %c0 = arith.constant 0 : index
+  memref.store %x, %m[%c0] : memref<2xf64>
+  %l = memref.load %m[%c0] : memref<2xf64>
+  return %l : f64
+}
+
+func.func @caller(%x: f64, %t: f64) -> f64 {
+  // expected-note @+1 {{while differentiating this call of @writes_global}}
+  %y, %ty = ad.jvp @writes_global(%x) tangents(%t) : (f64) -> (f64, f64)
+  return %ty : f64
+}

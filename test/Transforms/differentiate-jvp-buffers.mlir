@@ -107,3 +107,33 @@ func.func @hessian(%x: f64, %n: index, %v: f64) -> f64 {
   %h = ad.hvp @f(%x, %n) tangents(%v) : (f64, index) -> f64
   return %h : f64
 }
+
+// -----
+
+// A buffer returned by a call none of whose arguments varies still gets its
+// shadow from the callee (a fresh buffer, a fresh zeroed shadow).
+// CHECK-LABEL: func.func private @make_ad_jvp() -> (memref<2xf64>, memref<2xf64>)
+// CHECK: memref.alloc() : memref<2xf64>
+// CHECK: %[[S:.*]] = memref.alloc() : memref<2xf64>
+// CHECK: linalg.fill ins(%{{.*}} : f64) outs(%[[S]] : memref<2xf64>)
+// CHECK-LABEL: func.func private @uses_made_ad_jvp_0(
+// CHECK: %[[M:.*]]:2 = call @make_ad_jvp()
+// CHECK: memref.store %{{.*}}, %[[M]]#1
+func.func private @make() -> memref<2xf64> {
+  %m = memref.alloc() : memref<2xf64>
+  return %m : memref<2xf64>
+}
+
+func.func @uses_made(%x: f64) -> f64 {
+  %m = func.call @make() : () -> memref<2xf64>
+  %c0 = arith.constant 0 : index
+  memref.store %x, %m[%c0] : memref<2xf64>
+  %l = memref.load %m[%c0] : memref<2xf64>
+  %r = arith.mulf %l, %l : f64
+  return %r : f64
+}
+
+func.func @jvp_uses_made(%x: f64, %t: f64) -> f64 {
+  %y, %ty = ad.jvp @uses_made(%x) tangents(%t) : (f64) -> (f64, f64)
+  return %ty : f64
+}

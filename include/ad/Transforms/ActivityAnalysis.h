@@ -25,7 +25,8 @@ namespace mlir::ad {
 /// with a varied operand may write it or any buffer that may alias it
 /// (flow-insensitively: the analysis does not order reads and writes), a
 /// value read from a varied buffer is varied, and every operand of a write
-/// into a varied buffer is useful. Without it (reverse mode) buffers carry
+/// into a varied buffer is useful; a returned buffer of floats is varied (a
+/// caller may write to it). Without it (reverse mode) buffers carry
 /// nothing, and a write of a varied value to memory is an error reported
 /// by MemoryWriteCheck.
 class ActivityAnalysis {
