@@ -211,6 +211,97 @@ def AD_StopGradientOp : AD_Op<"stop_gradient", [Pure,
   let hasVerifier = 1;
 }
 
+def AD_CustomVjpOp : AD_Op<"custom_vjp", [HasParent<"ModuleOp">,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "A user-written reverse-mode rule for a function";
+  let description = [{
+    Declares that reverse mode differentiates every call of `function` (a
+    `func.func` of the module, with or without a body) with the
+    user-written pair `forward`/`pullback` instead of differentiating its
+    body: in direct requests (`ad.grad`, `ad.value_and_grad`, `ad.forward`,
+    `ad.vjp` from Python), in calls from differentiated functions, inside
+    loops and recursion. The function's own body is not differentiated, so
+    an external declaration (a libm or BLAS routine) becomes differentiable
+    this way.
+
+    With `function : (A...) -> (R...)`, whose float arguments are `Af...` and
+    float results `Rf...` (float scalars and ranked tensors of floats):
+
+    - `forward : (A...) -> (R..., S...)` computes the results and any number
+      of residuals `S...` (float, integer or index scalars, or ranked
+      tensors) for the pullback. It runs in place of the call; when the call
+      is in a loop or a recursion, the residuals are taped like any value
+      the adjoint reads.
+    - `pullback : (S..., Rf...) -> (Af...)` takes the residuals and one
+      cotangent per float result and returns one gradient per float
+      argument (of every float argument, whatever the request
+      differentiates; unneeded ones are dropped).
+
+    ```mlir
+    func.func private @cbrt(f64) -> f64   // libm
+    func.func private @cbrt_fwd(%x: f64) -> (f64, f64) {
+      %y = func.call @cbrt(%x) : (f64) -> f64
+      return %y, %y : f64, f64             // the residual: y itself
+    }
+    func.func private @cbrt_pb(%y: f64, %dy: f64) -> f64 {
+      %y2 = arith.mulf %y, %y : f64
+      %three = arith.constant 3.0 : f64
+      %d = arith.mulf %three, %y2 : f64
+      %dx = arith.divf %dy, %d : f64       // d cbrt(x) = dx / (3 cbrt(x)^2)
+      return %dx : f64
+    }
+    ad.custom_vjp @cbrt forward @cbrt_fwd pullback @cbrt_pb
+    ```
+
+    The verifier checks both signatures against the function's and says
+    which type is wrong; a function has at most one `ad.custom_vjp`.
+    Forward mode uses `ad.custom_jvp` when the function has one and
+    otherwise differentiates the body; forward over reverse (`ad.hvp`)
+    differentiates `forward` and `pullback` like any function.
+    `ad-lower-closures` (and so `ad-differentiate`) erases the op.
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$function,
+                       FlatSymbolRefAttr:$forward,
+                       FlatSymbolRefAttr:$pullback);
+  let assemblyFormat =
+      "$function `forward` $forward `pullback` $pullback attr-dict";
+}
+
+def AD_CustomJvpOp : AD_Op<"custom_jvp", [HasParent<"ModuleOp">,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "A user-written forward-mode rule for a function";
+  let description = [{
+    Declares that forward mode (`ad.jvp`, `ad.hvp` and `ad.jvp` of
+    functions calling `function`) differentiates every call of `function`
+    with the user-written `tangent` function instead of its body, which is
+    not differentiated (it may be an external declaration).
+
+    With `function : (A...) -> (R...)`, float arguments `Af...` and float
+    results `Rf...`, `tangent : (A..., Af...) -> (R..., Rf...)` takes the
+    arguments and one tangent per float argument and returns the results
+    and one tangent per float result. Arguments a request does not
+    differentiate get zero tangents.
+
+    ```mlir
+    func.func private @cbrt_tangent(%x: f64, %dx: f64) -> (f64, f64) {
+      %y = func.call @cbrt(%x) : (f64) -> f64
+      %y2 = arith.mulf %y, %y : f64
+      %three = arith.constant 3.0 : f64
+      %d = arith.mulf %three, %y2 : f64
+      %dy = arith.divf %dx, %d : f64
+      return %y, %dy : f64, f64
+    }
+    ad.custom_jvp @cbrt tangent @cbrt_tangent
+    ```
+
+    The verifier checks the signature against the function's; a function
+    has at most one `ad.custom_jvp`. `ad-lower-closures` erases the op.
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$function,
+                       FlatSymbolRefAttr:$tangent);
+  let assemblyFormat = "$function `tangent` $tangent attr-dict";
+}
+
 def AD_MakePullbackOp : AD_Op<"make_pullback", [Pure,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "Build a pullback closure from a pullback function and its tape";

@@ -1118,13 +1118,18 @@ InFlightDiagnostic DerivativeGenerator::emitError(Operation *op,
 }
 
 FailureOr<DerivativeFunctions>
-DerivativeGenerator::getOrCreate(func::FuncOp callee, ArrayRef<int64_t> wrt,
+DerivativeGenerator::getOrCreate(func::FuncOp callee, ArrayRef<int64_t> varied,
                                  Operation *requester) {
   auto key = std::make_pair(callee.getOperation(),
-                            std::vector<int64_t>(wrt.begin(), wrt.end()));
+                            std::vector<int64_t>(varied.begin(), varied.end()));
   auto it = generated.find(key);
   if (it != generated.end())
     return it->second;
+  if (CustomVjpOp rule = lookupCustomVjp(callee)) {
+    DerivativeFunctions functions = createFromCustomVjp(callee, varied, rule);
+    generated[key] = functions;
+    return functions;
+  }
   if (callee.isExternal()) {
     emitError(requester, "cannot differentiate this call: '" +
                              callee.getSymName() +
@@ -1142,8 +1147,8 @@ DerivativeGenerator::getOrCreate(func::FuncOp callee, ArrayRef<int64_t> wrt,
     return failure();
   }
   FailureOr<DerivativeFunctions> functions =
-      inSameRecursion(callee, callee) ? generateRecursive(callee, wrt)
-                                      : generate(callee, wrt);
+      inSameRecursion(callee, callee) ? generateRecursive(callee, varied)
+                                      : generate(callee, varied);
   requesters.pop_back();
   if (succeeded(functions))
     generated[key] = *functions;
@@ -1564,6 +1569,54 @@ unsigned DerivativeGenerator::packTape(
                                      pullback.getResultTypes()));
   records[forward] = {TapeRecord{numResults, width}};
   return numTapeValues - packed.size() + 1;
+}
+
+DerivativeFunctions
+DerivativeGenerator::createFromCustomVjp(func::FuncOp callee,
+                                         ArrayRef<int64_t> varied,
+                                         CustomVjpOp rule) {
+  func::FuncOp forward = lookupFunction(rule.getForwardAttr());
+  func::FuncOp userPullback = lookupFunction(rule.getPullbackAttr());
+  SmallVector<int64_t> wrt = getDifferentiablePositions(callee, varied);
+  // The user's pullback returns a gradient per float argument; the
+  // generated one, those of `wrt`.
+  SmallVector<Type> gradientTypes;
+  SmallVector<unsigned> picked;
+  unsigned index = 0;
+  for (auto [position, type] : llvm::enumerate(callee.getArgumentTypes())) {
+    if (!isDifferentiableType(type))
+      continue;
+    if (llvm::is_contained(wrt, (int64_t)position)) {
+      gradientTypes.push_back(type);
+      picked.push_back(index);
+    }
+    ++index;
+  }
+  OpBuilder builder(callee);
+  builder.setInsertionPointAfter(callee);
+  Location loc = rule.getLoc();
+  auto pullback = func::FuncOp::create(
+      builder, loc, getDerivativeName(callee, "pb", varied),
+      builder.getFunctionType(userPullback.getArgumentTypes(), gradientTypes));
+  pullback.setPrivate();
+  pullback->setAttr(kGeneratedAttrName, builder.getUnitAttr());
+  symbolTable.insert(pullback);
+  Block *body = pullback.addEntryBlock();
+  builder.setInsertionPointToStart(body);
+  auto call = func::CallOp::create(builder, loc, userPullback,
+                                   body->getArguments());
+  SmallVector<Value> gradients;
+  for (unsigned k : picked)
+    gradients.push_back(call.getResult(k));
+  func::ReturnOp::create(builder, loc, gradients);
+
+  DerivativeFunctions functions;
+  functions.forward = forward;
+  functions.pullback = pullback;
+  functions.wrt = wrt;
+  functions.numTapeValues =
+      forward.getNumResults() - callee.getNumResults();
+  return functions;
 }
 
 FailureOr<DerivativeFunctions>

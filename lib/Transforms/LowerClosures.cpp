@@ -78,6 +78,11 @@ struct ADLowerClosuresPass
       stop.replaceAllUsesWith(stop.getInput());
       stop.erase();
     });
+    // So are the user-written rules, which only derivatives used.
+    for (Operation &op :
+         llvm::make_early_inc_range(*getOperation().getBody()))
+      if (isa<CustomVjpOp, CustomJvpOp>(op))
+        op.erase();
   }
 };
 

@@ -104,6 +104,11 @@ Operation *MemoryWriteCheck::findWrite(Operation *op, VariedFn isVaried,
                                symbolTables->lookupNearestSymbolFrom(nested,
                                                                     symbol))
                          : func::FuncOp();
+    // A user-written rule replaces the callee's differentiation: what it
+    // does with memory is not followed.
+    if (callee && (followsMemory ? bool(lookupCustomJvp(callee))
+                                 : bool(lookupCustomVjp(callee))))
+      return WalkResult::advance();
     // A function without a body here may do anything with the value.
     if (!callee || callee.isExternal()) {
       found = nested;

@@ -299,6 +299,9 @@ static bool keepsBuffers(func::FuncOp function, DerivativeGenerator &generator,
                          llvm::SmallPtrSetImpl<Operation *> &seen) {
   if (function.isExternal() || !seen.insert(function).second)
     return false;
+  // A user-written rule's tape is its residuals.
+  if (lookupCustomVjp(function))
+    return false;
   return function
       .walk([&](Operation *op) {
         if (isa<LoopLikeOpInterface>(op))
@@ -333,7 +336,10 @@ mlir::ad::inlineLoopCallsWithLoops(func::FuncOp function,
     for (func::CallOp call : calls) {
       func::FuncOp callee = generator.lookupFunction(call.getCalleeAttr());
       llvm::SmallPtrSet<Operation *, 8> seen;
-      if (!callee || callee.isExternal() ||
+      // A function with a user-written rule is differentiated by the rule,
+      // never inlined.
+      if (!callee || callee.isExternal() || lookupCustomVjp(callee) ||
+          lookupCustomJvp(callee) ||
           generator.inSameRecursion(callee, callee) ||
           !callee.getBody().hasOneBlock() ||
           !keepsBuffers(callee, generator, seen))

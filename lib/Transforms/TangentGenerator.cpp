@@ -231,13 +231,14 @@ TangentGenerator::getOrCreate(func::FuncOp callee, ArrayRef<int64_t> wrt,
   auto it = generated.find(key);
   if (it != generated.end())
     return it->second;
-  if (callee.isExternal()) {
+  CustomJvpOp rule = lookupCustomJvp(callee);
+  if (!rule && callee.isExternal()) {
     emitError(requester, "cannot differentiate this call: '" +
                              callee.getSymName() +
                              "' has no body in this module");
     return failure();
   }
-  if (!callee.getBody().hasOneBlock()) {
+  if (!rule && !callee.getBody().hasOneBlock()) {
     emitError(callee, "cannot differentiate '" + callee.getSymName() +
                           "': it has several blocks (unstructured control "
                           "flow that was not lifted to scf)");
@@ -254,7 +255,9 @@ TangentGenerator::getOrCreate(func::FuncOp callee, ArrayRef<int64_t> wrt,
   // Registered before its body is emitted: a recursive call finds it here.
   generated[key] = tangent;
   requesters.push_back(requester);
-  LogicalResult result = generate(callee, wrt, tangent);
+  LogicalResult result =
+      rule ? generateFromCustomJvp(callee, wrt, tangent, rule, requester)
+           : generate(callee, wrt, tangent);
   requesters.pop_back();
   if (failed(result)) {
     generated.erase(key);
@@ -262,6 +265,43 @@ TangentGenerator::getOrCreate(func::FuncOp callee, ArrayRef<int64_t> wrt,
     return failure();
   }
   return tangent;
+}
+
+LogicalResult TangentGenerator::generateFromCustomJvp(
+    func::FuncOp callee, ArrayRef<int64_t> wrt, func::FuncOp tangent,
+    CustomJvpOp rule, Operation *requester) {
+  // The rule's tangents are those of the float arguments and results; a
+  // buffer would need a shadow, which it does not take.
+  auto isBuffer = [](Type type) {
+    return isa<MemRefType>(type) && hasTangentType(type);
+  };
+  if (llvm::any_of(callee.getArgumentTypes(), isBuffer) ||
+      llvm::any_of(callee.getResultTypes(), isBuffer)) {
+    emitError(requester, "cannot use the ad.custom_jvp of '" +
+                             callee.getSymName() +
+                             "' in forward mode: it takes or returns a buffer "
+                             "of floats, whose shadow the rule cannot take");
+    return failure();
+  }
+  func::FuncOp userTangent = lookupFunction(rule.getTangentAttr());
+  Block *body = &tangent.getBody().front();
+  OpBuilder builder = OpBuilder::atBlockEnd(body);
+  Location loc = rule.getLoc();
+  unsigned numArguments = callee.getNumArguments();
+  SmallVector<Value> operands(body->getArguments().take_front(numArguments));
+  SmallVector<int64_t> differentiated = getTangentPositions(callee, wrt);
+  for (auto [position, type] : llvm::enumerate(callee.getArgumentTypes())) {
+    if (!isDifferentiableType(type))
+      continue;
+    const auto *found = llvm::find(differentiated, (int64_t)position);
+    operands.push_back(
+        found != differentiated.end()
+            ? body->getArgument(numArguments + (found - differentiated.begin()))
+            : createZerosLike(builder, loc, type, body->getArgument(position)));
+  }
+  auto call = func::CallOp::create(builder, loc, userTangent, operands);
+  func::ReturnOp::create(builder, loc, call.getResults());
+  return success();
 }
 
 LogicalResult TangentGenerator::generate(func::FuncOp callee,

@@ -28,6 +28,11 @@ namespace mlir::ad {
 /// those arguments.
 PullbackType getPullbackTypeOf(func::FuncOp callee, ArrayRef<int64_t> wrt);
 
+/// The user-written rule for `function` in its module (ad.custom_vjp,
+/// ad.custom_jvp), or null. Scans the module's top-level ops.
+CustomVjpOp lookupCustomVjp(func::FuncOp function);
+CustomJvpOp lookupCustomJvp(func::FuncOp function);
+
 /// The positions among `positions` whose argument of `callee` has a
 /// differentiable type: a generated function's differentiated arguments.
 /// The others are integers that vary in a caller: they may hold a float's

@@ -9,6 +9,7 @@
 #ifndef AD_TRANSFORMS_DERIVATIVEGENERATOR_H
 #define AD_TRANSFORMS_DERIVATIVEGENERATOR_H
 
+#include "ad/IR/ADDialect.h"
 #include "ad/IR/ADInterfaces.h"
 #include "ad/Transforms/MemoryWrites.h"
 
@@ -125,6 +126,12 @@ private:
                     unsigned numResults, unsigned numTapeValues,
                     ArrayRef<std::pair<unsigned, unsigned>> ownRecords);
 
+  /// The functions of a callee with a user-written rule: the rule's forward
+  /// function, and a pullback that calls the rule's and returns the
+  /// gradients of the float positions among `varied`.
+  DerivativeFunctions createFromCustomVjp(func::FuncOp callee,
+                                          ArrayRef<int64_t> varied,
+                                          CustomVjpOp rule);
   FailureOr<DerivativeFunctions> generate(func::FuncOp callee,
                                           ArrayRef<int64_t> varied);
   FailureOr<DerivativeFunctions> generateRecursive(func::FuncOp callee,

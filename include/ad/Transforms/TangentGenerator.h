@@ -10,6 +10,7 @@
 #ifndef AD_TRANSFORMS_TANGENTGENERATOR_H
 #define AD_TRANSFORMS_TANGENTGENERATOR_H
 
+#include "ad/IR/ADDialect.h"
 #include "ad/IR/ADInterfaces.h"
 #include "ad/Transforms/MemoryWrites.h"
 
@@ -55,6 +56,13 @@ public:
 private:
   LogicalResult generate(func::FuncOp callee, ArrayRef<int64_t> wrt,
                          func::FuncOp tangent);
+  /// The body of `tangent` for a callee with a user-written rule: a call
+  /// of the rule's tangent function, with zero tangents for the float
+  /// arguments outside `wrt`.
+  LogicalResult generateFromCustomJvp(func::FuncOp callee,
+                                      ArrayRef<int64_t> wrt,
+                                      func::FuncOp tangent, CustomJvpOp rule,
+                                      Operation *requester);
 
   std::unique_ptr<SymbolTable> ownedSymbols;
   SymbolTable &symbolTable;
