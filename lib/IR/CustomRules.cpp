@@ -42,15 +42,19 @@ static FailureOr<func::FuncOp> lookupRuleFunction(Operation *op,
   return function;
 }
 
-/// Fails (at `op`) when another rule of the same kind names `function`.
+/// Fails (at `op`) when a rule of the same kind before it names its
+/// function.
 template <typename RuleOp>
 static LogicalResult verifyOnlyRule(RuleOp op) {
   auto module = op->template getParentOfType<ModuleOp>();
-  for (auto other : module.template getOps<RuleOp>())
-    if (other != op && other.getFunctionAttr() == op.getFunctionAttr())
+  for (auto other : module.template getOps<RuleOp>()) {
+    if (other == op)
+      return success();
+    if (other.getFunctionAttr() == op.getFunctionAttr())
       return op.emitOpError()
              << "is a second rule for " << op.getFunctionAttr()
              << " (a function has at most one '" << op->getName() << "')";
+  }
   return success();
 }
 

@@ -355,3 +355,96 @@ func.func @stop_gradient_type_mismatch(%x: f64) {
   %s = ad.stop_gradient %x : f32
   return
 }
+
+// -----
+
+func.func private @f(%x: f64, %n: index) -> f64
+func.func private @fwd(%x: f64) -> (f64, f64)
+func.func private @pb(%s: f64, %dy: f64) -> f64
+// expected-error @+1 {{'ad.custom_vjp' op forward @fwd must take the arguments of @f, (f64, index), but takes (f64)}}
+ad.custom_vjp @f forward @fwd pullback @pb
+
+// -----
+
+func.func private @f(%x: f64) -> (f64, i1)
+func.func private @fwd(%x: f64) -> (f64, f64)
+func.func private @pb(%s: f64, %dy: f64) -> f64
+// expected-error @+1 {{'ad.custom_vjp' op forward @fwd must return the results of @f, (f64, i1), followed by residuals, but returns (f64, f64)}}
+ad.custom_vjp @f forward @fwd pullback @pb
+
+// -----
+
+func.func private @f(%x: f64) -> f64
+func.func private @fwd(%x: f64) -> (f64, memref<f64>)
+func.func private @pb(%s: memref<f64>, %dy: f64) -> f64
+// expected-error @+1 {{'ad.custom_vjp' op residual 0 of forward @fwd has type 'memref<f64>', but residuals are float, integer or index scalars or ranked tensors of them}}
+ad.custom_vjp @f forward @fwd pullback @pb
+
+// -----
+
+func.func private @f(%x: f64) -> f64
+func.func private @fwd(%x: f64) -> (f64, f32)
+func.func private @pb(%dy: f64, %s: f32) -> f64
+// expected-error @+1 {{'ad.custom_vjp' op pullback @pb must take the residuals of @fwd and a cotangent per float result of @f, (f32, f64), but takes (f64, f32)}}
+ad.custom_vjp @f forward @fwd pullback @pb
+
+// -----
+
+func.func private @f(%x: f64, %n: index, %w: tensor<3xf32>) -> f64
+func.func private @fwd(%x: f64, %n: index, %w: tensor<3xf32>) -> f64
+func.func private @pb(%dy: f64) -> (f64, index, tensor<3xf32>)
+// expected-error @+1 {{'ad.custom_vjp' op pullback @pb must return a gradient per float argument of @f, (f64, tensor<3xf32>), but returns (f64, index, tensor<3xf32>)}}
+ad.custom_vjp @f forward @fwd pullback @pb
+
+// -----
+
+func.func private @f(%x: f64) -> f64
+func.func private @pb(%dy: f64) -> f64
+// expected-error @+1 {{'ad.custom_vjp' op forward @missing does not reference a 'func.func'}}
+ad.custom_vjp @f forward @missing pullback @pb
+
+// -----
+
+func.func private @f(%x: f64) -> f64
+func.func private @fwd(%x: f64) -> f64
+func.func private @pb(%dy: f64) -> f64
+ad.custom_vjp @f forward @fwd pullback @pb
+// expected-error @+1 {{'ad.custom_vjp' op is a second rule for @f (a function has at most one 'ad.custom_vjp')}}
+ad.custom_vjp @f forward @fwd pullback @pb
+
+// -----
+
+func.func private @f(%x: f64) -> (f64, f64)
+func.func private @pb(%dy: f64) -> f64
+// expected-error @+1 {{'ad.custom_vjp' op names @f as its own forward or pullback function}}
+ad.custom_vjp @f forward @f pullback @pb
+
+// -----
+
+func.func private @f(%x: f64, %n: index) -> (f64, index)
+func.func private @tan(%x: f64, %n: index, %tx: f64, %tn: index) -> (f64, index, f64)
+// expected-error @+1 {{'ad.custom_jvp' op tangent @tan must take the arguments of @f and a tangent per float argument, (f64, index, f64), but takes (f64, index, f64, index)}}
+ad.custom_jvp @f tangent @tan
+
+// -----
+
+func.func private @f(%x: f64, %n: index) -> (f64, index)
+func.func private @tan(%x: f64, %n: index, %tx: f64) -> (f64, index, f64, index)
+// expected-error @+1 {{'ad.custom_jvp' op tangent @tan must return the results of @f and a tangent per float result, (f64, index, f64), but returns (f64, index, f64, index)}}
+ad.custom_jvp @f tangent @tan
+
+// -----
+
+func.func private @f(%x: f64) -> f64
+func.func private @tan(%x: f64, %tx: f64) -> (f64, f64)
+ad.custom_jvp @f tangent @tan
+// expected-error @+1 {{'ad.custom_jvp' op is a second rule for @f (a function has at most one 'ad.custom_jvp')}}
+ad.custom_jvp @f tangent @tan
+
+// -----
+
+func.func @nested() {
+  // expected-error @+1 {{'ad.custom_jvp' op expects parent op 'builtin.module'}}
+  "ad.custom_jvp"() {function = @f, tangent = @f} : () -> ()
+  return
+}

@@ -92,3 +92,21 @@ func.func @stop_gradient(%x: tensor<4xf64>, %s: bf16) -> (tensor<4xf64>, bf16) {
   %z = ad.stop_gradient %s : bf16
   return %y, %z : tensor<4xf64>, bf16
 }
+
+// User-written rules.
+func.func private @ext(f64, tensor<2xf64>, index) -> (f64, i32)
+func.func private @ext_fwd(%x: f64, %w: tensor<2xf64>, %n: index) -> (f64, i32, f64, tensor<2xf64>, index) {
+  %y, %k = func.call @ext(%x, %w, %n) : (f64, tensor<2xf64>, index) -> (f64, i32)
+  return %y, %k, %x, %w, %n : f64, i32, f64, tensor<2xf64>, index
+}
+func.func private @ext_pb(%x: f64, %w: tensor<2xf64>, %n: index, %dy: f64) -> (f64, tensor<2xf64>) {
+  return %dy, %w : f64, tensor<2xf64>
+}
+func.func private @ext_tangent(%x: f64, %w: tensor<2xf64>, %n: index, %tx: f64, %tw: tensor<2xf64>) -> (f64, i32, f64) {
+  %y, %k = func.call @ext(%x, %w, %n) : (f64, tensor<2xf64>, index) -> (f64, i32)
+  return %y, %k, %tx : f64, i32, f64
+}
+// CHECK: ad.custom_vjp @ext forward @ext_fwd pullback @ext_pb
+ad.custom_vjp @ext forward @ext_fwd pullback @ext_pb
+// CHECK: ad.custom_jvp @ext tangent @ext_tangent
+ad.custom_jvp @ext tangent @ext_tangent
