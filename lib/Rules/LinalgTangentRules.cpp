@@ -7,19 +7,14 @@
 // and emitting its body with the scalar ops' own tangent rules: a
 // contraction's tangent is the sum of the contractions with each tangent,
 // a max reduction's tangent follows the selected element, all in one pass.
-// Tensor ops that only move elements are linear: their tangent is the op
-// applied to the tangents. Ops with an element region (tensor.pad,
-// tensor.generate) get a second op whose region yields the tangent of the
-// element.
+// The tensor ops' tangent rules are in TensorRules.cpp.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ad/Rules/ElementwiseRule.h"
-#include "ad/Rules/RegionRuleUtils.h"
 #include "ad/Rules/Rules.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/DialectRegistry.h"
 
 using namespace mlir;
@@ -127,63 +122,10 @@ struct GenericTangentRule
   }
 };
 
-/// tensor.pad and tensor.generate: after the primal op, a second op of the
-/// same kind, on the tangent of the source for a pad, whose region emits
-/// the element's computation with its tangent rules and yields the
-/// element's tangent.
-template <typename OpT>
-struct ElementRegionTangentRule
-    : TangentRuleOpInterface::ExternalModel<ElementRegionTangentRule<OpT>,
-                                            OpT> {
-  LogicalResult emitTangent(Operation *op, TangentEmitter &emitter) const {
-    if (failed(emitter.cloneOp(op)))
-      return failure();
-    SmallVector<Value> operands;
-    for (Value operand : op->getOperands())
-      operands.push_back(isDifferentiableType(operand.getType())
-                             ? emitter.getTangent(operand)
-                             : emitter.lookup(operand));
-    OpBuilder &b = emitter.getBuilder();
-    Operation *tangentOp =
-        createEmptyLike(b, op, operands, op->getResultTypes());
-    Block &original = op->getRegion(0).front();
-    SmallVector<Location> locations;
-    for (BlockArgument argument : original.getArguments())
-      locations.push_back(argument.getLoc());
-    Block *target = b.createBlock(&tangentOp->getRegion(0), {},
-                                  original.getArgumentTypes(), locations);
-    b.setInsertionPointAfter(tangentOp);
-    emitter.mapValues(original.getArguments(), target->getArguments());
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToEnd(target);
-      if (failed(emitter.emitOps(original)))
-        return failure();
-      Operation *yield = original.getTerminator();
-      tensor::YieldOp::create(b, yield->getLoc(),
-                              emitter.getTangent(yield->getOperand(0)));
-    }
-    emitter.setTangent(op->getResult(0), tangentOp->getResult(0));
-    return success();
-  }
-};
-
 } // namespace
 
 void mlir::ad::registerLinalgTangentRules(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, linalg::LinalgDialect *) {
     linalg::GenericOp::attachInterface<GenericTangentRule>(*context);
-  });
-  registry.addExtension(+[](MLIRContext *context, tensor::TensorDialect *) {
-    attachLinearTangentRules<
-        tensor::ExtractOp, tensor::InsertOp, tensor::CastOp,
-        tensor::ExtractSliceOp, tensor::InsertSliceOp, tensor::SplatOp,
-        tensor::FromElementsOp, tensor::ExpandShapeOp,
-        tensor::CollapseShapeOp, tensor::ConcatOp, tensor::ReshapeOp>(
-        context);
-    tensor::PadOp::attachInterface<ElementRegionTangentRule<tensor::PadOp>>(
-        *context);
-    tensor::GenerateOp::attachInterface<
-        ElementRegionTangentRule<tensor::GenerateOp>>(*context);
   });
 }

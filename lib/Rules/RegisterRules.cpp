@@ -15,6 +15,7 @@ void mlir::ad::registerReverseRules(DialectRegistry &registry) {
   registerArithReverseRules(registry);
   registerFuncReverseRules(registry);
   registerLinalgReverseRules(registry);
+  registerTensorRules(registry);
   registerMathReverseRules(registry);
   registerSCFReverseRules(registry);
   // Activity analysis stops at ad.stop_gradient; where a rule still meets

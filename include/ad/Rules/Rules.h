@@ -22,13 +22,16 @@ void registerFuncReverseRules(DialectRegistry &registry);
 /// Rules for scf.for and scf.if (loops reversed over a per-iteration tape,
 /// branches replaying the recorded condition).
 void registerSCFReverseRules(DialectRegistry &registry);
-/// Rules for linalg.generic (named linalg ops are generalized to it first)
-/// and for tensor.extract/insert.
+/// Rules for linalg.generic (named linalg ops are generalized to it first).
 void registerLinalgReverseRules(DialectRegistry &registry);
+/// Both modes' rules of the tensor ops (extract/insert and their slice
+/// forms, splat, from_elements, generate, pad, reshapes, cast, concat,
+/// empty).
+void registerTensorRules(DialectRegistry &registry);
 /// Forward-mode rules of scf.for, scf.while, scf.if, scf.index_switch and
 /// scf.execute_region (the tangents carried next to the primal values).
 void registerSCFTangentRules(DialectRegistry &registry);
-/// Forward-mode rules of linalg.generic and the tensor ops.
+/// Forward-mode rule of linalg.generic.
 void registerLinalgTangentRules(DialectRegistry &registry);
 /// Forward-mode rules of memref and bufferization ops (shadow buffers) and
 /// of the bitcast that fills a tape slot.
