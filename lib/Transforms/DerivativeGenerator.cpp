@@ -15,6 +15,7 @@
 #include "ad/Transforms/ActivityAnalysis.h"
 #include "ad/Transforms/Passes.h"
 
+#include "mlir/Analysis/CallGraph.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -28,6 +29,8 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "ad/IR/ADDialect.h"
+
+#include "llvm/ADT/SCCIterator.h"
 
 #include <numeric>
 
@@ -1155,28 +1158,36 @@ DerivativeGenerator::getOrCreate(func::FuncOp callee, ArrayRef<int64_t> varied,
   return functions;
 }
 
+CallGraph &DerivativeGenerator::getCallGraph(func::FuncOp function) {
+  // Built on demand; rebuilt for a function generated after it.
+  if (!callGraph || !callGraph->lookupNode(&function.getBody()))
+    callGraph = std::make_unique<CallGraph>(symbolTable.getOp());
+  return *callGraph;
+}
+
 const llvm::SmallPtrSetImpl<Operation *> &
 DerivativeGenerator::reachableFrom(func::FuncOp function) {
   auto it = reachable.find(function);
   if (it != reachable.end())
     return it->second;
-  llvm::SmallPtrSet<Operation *, 8> seen;
-  SmallVector<func::FuncOp> worklist = {function};
-  while (!worklist.empty()) {
-    func::FuncOp current = worklist.pop_back_val();
-    current.walk([&](CallOpInterface call) {
-      auto symbol = dyn_cast<SymbolRefAttr>(call.getCallableForCallee());
-      if (!symbol)
-        return;
-      auto callee = symbolTable.lookup<func::FuncOp>(symbol.getRootReference());
-      if (callee && seen.insert(callee).second)
-        worklist.push_back(callee);
-    });
+  llvm::SmallPtrSet<Operation *, 8> found;
+  if (!function.isExternal()) {
+    CallGraph &graph = getCallGraph(function);
+    SmallVector<CallGraphNode *> worklist = {
+        graph.lookupNode(&function.getBody())};
+    while (!worklist.empty())
+      for (const CallGraphNode::Edge &edge : *worklist.pop_back_val()) {
+        CallGraphNode *callee = edge.getTarget();
+        if (!callee->isExternal() &&
+            found.insert(callee->getCallableRegion()->getParentOp()).second)
+          worklist.push_back(callee);
+      }
   }
-  return reachable[function] = std::move(seen);
+  return reachable[function] = std::move(found);
 }
 
 void DerivativeGenerator::invalidateCallGraph() {
+  callGraph.reset();
   reachable.clear();
   componentOf.clear();
 }
@@ -1192,85 +1203,36 @@ func::FuncOp DerivativeGenerator::lookupFunction(SymbolRefAttr symbol) {
   return ad::lookupFunction(symbolTable, symbol);
 }
 
-/// Tarjan's algorithm over the functions of the module, without native
-/// recursion (call chains may be thousands deep).
+/// The strongly connected components of the module's call graph (upstream
+/// CallGraph; llvm::scc_iterator keeps its own stack, so call chains
+/// thousands deep are fine). A component is a recursion when it has a
+/// cycle (a self call included).
 void DerivativeGenerator::computeRecursions() {
-  SmallVector<func::FuncOp> functions;
-  DenseMap<Operation *, unsigned> indexOf;
-  for (auto function : symbolTable.getOp()->getRegion(0).getOps<func::FuncOp>()) {
-    indexOf[function] = functions.size();
-    functions.push_back(function);
-  }
-  unsigned n = functions.size();
-  SmallVector<SmallVector<unsigned>> edges(n);
-  SmallVector<bool> selfCall(n, false);
-  for (auto [i, function] : llvm::enumerate(functions)) {
-    function.walk([&, i = i](CallOpInterface call) {
-      auto symbol = dyn_cast<SymbolRefAttr>(call.getCallableForCallee());
-      func::FuncOp callee = lookupFunction(symbol);
-      if (!callee)
-        return;
-      unsigned j = indexOf.lookup(callee);
-      edges[i].push_back(j);
-      if (j == i)
-        selfCall[i] = true;
-    });
-  }
-  constexpr unsigned unvisited = ~0u;
-  SmallVector<unsigned> order(n, unvisited), low(n, 0), component(n, 0);
-  SmallVector<bool> onStack(n, false);
-  SmallVector<unsigned> stack;
-  // (node, next edge to visit)
-  SmallVector<std::pair<unsigned, unsigned>> frames;
-  unsigned counter = 0;
+  callGraph = std::make_unique<CallGraph>(symbolTable.getOp());
+  componentOf.clear();
   componentIsRecursion.clear();
-  for (unsigned start = 0; start < n; ++start) {
-    if (order[start] != unvisited)
-      continue;
-    frames.push_back({start, 0});
-    order[start] = low[start] = counter++;
-    stack.push_back(start);
-    onStack[start] = true;
-    while (!frames.empty()) {
-      auto &[node, next] = frames.back();
-      if (next < edges[node].size()) {
-        unsigned target = edges[node][next++];
-        if (order[target] == unvisited) {
-          order[target] = low[target] = counter++;
-          stack.push_back(target);
-          onStack[target] = true;
-          frames.push_back({target, 0});
-        } else if (onStack[target]) {
-          low[node] = std::min(low[node], order[target]);
-        }
-        continue;
-      }
-      unsigned finished = node;
-      frames.pop_back();
-      if (!frames.empty())
-        low[frames.back().first] =
-            std::min(low[frames.back().first], low[finished]);
-      if (low[finished] != order[finished])
-        continue;
-      unsigned id = componentIsRecursion.size();
-      unsigned size = 0;
-      unsigned member;
-      do {
-        member = stack.pop_back_val();
-        onStack[member] = false;
-        component[member] = id;
-        ++size;
-      } while (member != finished);
-      componentIsRecursion.push_back(size > 1 || selfCall[finished]);
-    }
-  }
-  componentRoot.assign(componentIsRecursion.size(), nullptr);
-  for (auto [i, function] : llvm::enumerate(functions)) {
-    componentOf[function] = component[i];
+  componentRoot.clear();
+  for (auto scc = llvm::scc_begin<const CallGraph *>(callGraph.get());
+       !scc.isAtEnd(); ++scc) {
     // The first member by name: the same whichever member asks.
-    Operation *&root = componentRoot[component[i]];
-    if (!root || function.getSymName() < cast<func::FuncOp>(root).getSymName())
-      root = function;
+    Operation *root = nullptr;
+    unsigned id = componentIsRecursion.size();
+    for (CallGraphNode *node : *scc) {
+      if (node->isExternal())
+        continue;
+      auto function =
+          dyn_cast<func::FuncOp>(node->getCallableRegion()->getParentOp());
+      if (!function)
+        continue;
+      componentOf[function] = id;
+      if (!root ||
+          function.getSymName() < cast<func::FuncOp>(root).getSymName())
+        root = function;
+    }
+    if (!root)
+      continue;
+    componentIsRecursion.push_back(scc.hasCycle());
+    componentRoot.push_back(root);
   }
 }
 

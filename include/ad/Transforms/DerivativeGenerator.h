@@ -13,6 +13,7 @@
 #include "ad/IR/ADInterfaces.h"
 #include "ad/Transforms/MemoryWrites.h"
 
+#include "mlir/Analysis/CallGraph.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/MapVector.h"
@@ -145,6 +146,10 @@ private:
       generated;
   /// Calls (or ad ops) whose callee is being differentiated, outermost first.
   SmallVector<Operation *> requesters;
+  /// The module's call graph, built on demand (and again for a function
+  /// generated after it).
+  std::unique_ptr<CallGraph> callGraph;
+  CallGraph &getCallGraph(func::FuncOp function);
   /// Reachability through calls, computed on demand.
   DenseMap<Operation *, llvm::SmallPtrSet<Operation *, 8>> reachable;
   /// The strongly connected component of each function in the call graph,
