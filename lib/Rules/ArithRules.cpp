@@ -67,6 +67,21 @@ Value truncF(Ctx &c, unsigned) {
   return c.b.create<arith::ExtFOp>(c.op->getOperand(0).getType(), c.cotangent);
 }
 
+/// arith.select: elementwise on floats and tensors; on buffers (forward
+/// mode) the select of the two shadows.
+struct SelectTangentRule
+    : TangentRuleOpInterface::ExternalModel<SelectTangentRule,
+                                            arith::SelectOp> {
+  LogicalResult emitTangent(Operation *op, TangentEmitter &emitter) const {
+    if (!isa<MemRefType>(op->getResult(0).getType()))
+      return ElementwiseTangentRule<arith::SelectOp, selectF>().emitTangent(
+          op, emitter);
+    if (failed(emitter.cloneOp(op)))
+      return failure();
+    return emitLinearTangent(op, emitter);
+  }
+};
+
 } // namespace
 
 void mlir::ad::registerArithReverseRules(DialectRegistry &registry) {
@@ -81,7 +96,8 @@ void mlir::ad::registerArithReverseRules(DialectRegistry &registry) {
     attachElementwiseRule<arith::MinimumFOp, pickOperand>(context);
     attachElementwiseRule<arith::MaxNumFOp, pickOperand>(context);
     attachElementwiseRule<arith::MinNumFOp, pickOperand>(context);
-    attachElementwiseRule<arith::SelectOp, selectF>(context);
+    arith::SelectOp::attachInterface<ElementwiseRule<arith::SelectOp, selectF>,
+                                     SelectTangentRule>(*context);
     // Conversions change the type: their tangent is the conversion itself.
     arith::ExtFOp::attachInterface<ElementwiseRule<arith::ExtFOp, extF>,
                                    LinearTangentRule<arith::ExtFOp>>(*context);

@@ -131,6 +131,47 @@ struct CopyTangentRule
   }
 };
 
+/// memref.load: the load of the shadow; from a buffer without one (nothing
+/// differentiable was written to it; the value varies only through the
+/// index: a table lookup), zero.
+struct LoadTangentRule
+    : TangentRuleOpInterface::ExternalModel<LoadTangentRule, memref::LoadOp> {
+  LogicalResult emitTangent(Operation *op, TangentEmitter &emitter) const {
+    auto load = cast<memref::LoadOp>(op);
+    if (emitter.isActive(load.getMemRef())) {
+      if (failed(emitter.cloneOp(op)))
+        return failure();
+      return emitLinearTangent(op, emitter);
+    }
+    if (failed(emitter.cloneOp(op)))
+      return failure();
+    emitter.setTangent(load.getResult(),
+                       createFilledLike(emitter.getBuilder(), load.getLoc(),
+                                        emitter.lookup(load.getResult()), 0.0));
+    return success();
+  }
+};
+
+/// Reverse mode does not follow buffers: a load whose value varies only
+/// through its index (a table lookup) has no derivative; from a buffer
+/// holding a varied value it is an error (reverse mode reports the writes
+/// of such values, so only a buffer made from a varied tensor gets here).
+struct LoadReverseRule
+    : ReverseRuleOpInterface::ExternalModel<LoadReverseRule, memref::LoadOp> {
+  LogicalResult emitForward(Operation *op, ForwardEmitter &emitter) const {
+    auto load = cast<memref::LoadOp>(op);
+    if (emitter.isVaried(load.getMemRef()))
+      return op->emitError("cannot differentiate a load from a buffer that "
+                           "holds a value depending on a differentiated "
+                           "argument in reverse mode (differentiate before "
+                           "bufferization)");
+    return emitter.cloneOp(op);
+  }
+  LogicalResult emitReverse(Operation *, ReverseEmitter &) const {
+    return success();
+  }
+};
+
 /// The arith.bitcast of an integer into an f64 tape slot (marked with
 /// kTapeSlotAttrName): the slot is only decoded back into the integer, so
 /// its tangent is zero. Any other bitcast into a float has no rule: the
@@ -163,8 +204,10 @@ void mlir::ad::registerMemRefTangentRules(DialectRegistry &registry) {
         *context);
     memref::ReallocOp::attachInterface<ReallocTangentRule>(*context);
     memref::CopyOp::attachInterface<CopyTangentRule>(*context);
+    memref::LoadOp::attachInterface<LoadTangentRule, LoadReverseRule>(
+        *context);
     attachLinearTangentRules<
-        memref::LoadOp, memref::StoreOp, memref::DeallocOp, memref::SubViewOp,
+        memref::StoreOp, memref::DeallocOp, memref::SubViewOp,
         memref::CastOp, memref::ExpandShapeOp, memref::CollapseShapeOp,
         memref::ReinterpretCastOp, memref::TransposeOp>(context);
   });

@@ -52,7 +52,7 @@ SmallVector<Value> mlir::ad::getWrittenBuffers(Operation *op) {
   SmallVector<MemoryEffects::EffectInstance> instances;
   effects.getEffects(instances);
   for (MemoryEffects::EffectInstance &instance : instances)
-    if (isa<MemoryEffects::Write>(instance.getEffect()) &&
+    if (isa<MemoryEffects::Write, MemoryEffects::Free>(instance.getEffect()) &&
         isBuffer(instance.getValue()) &&
         !llvm::is_contained(written, instance.getValue()))
       written.push_back(instance.getValue());
@@ -61,11 +61,13 @@ SmallVector<Value> mlir::ad::getWrittenBuffers(Operation *op) {
 
 /// Whether `op` only reads or writes the buffers it is given, making none
 /// of them an alias of another (memref.load/store/copy, linalg ops on
-/// buffers): a view, a region op passing buffers on, a call (which may
-/// return its argument) or an op declaring nothing may alias what it
-/// touches.
+/// buffers): a view, a terminator or region op passing buffers on, a call
+/// (which may return its argument) or an op declaring nothing may alias
+/// what it touches.
 static bool makesNoAliases(Operation *op) {
-  if (!isa<MemoryEffectOpInterface>(op) || isa<ViewLikeOpInterface>(op))
+  // A terminator (scf.yield, pure) passes its buffers to its parent.
+  if (!isa<MemoryEffectOpInterface>(op) || isa<ViewLikeOpInterface>(op) ||
+      op->hasTrait<OpTrait::IsTerminator>())
     return false;
   return llvm::none_of(op->getResultTypes(), llvm::IsaPred<BaseMemRefType>);
 }

@@ -72,9 +72,15 @@ public:
       return tangent;
     if (isa<MemRefType>(original.getType())) {
       // A buffer nothing differentiable was written to: one zero shadow,
-      // which every later read and write of the buffer shares.
-      Value shadow = createZeroShadow(builder, original.getLoc(),
-                                      lookup(original));
+      // which every later read and write of the buffer shares, made where
+      // the buffer is defined so that it dominates them all.
+      Value primal = lookup(original);
+      OpBuilder::InsertionGuard guard(builder);
+      if (Operation *definition = primal.getDefiningOp())
+        builder.setInsertionPointAfter(definition);
+      else
+        builder.setInsertionPointToStart(primal.getParentBlock());
+      Value shadow = createZeroShadow(builder, original.getLoc(), primal);
       tangents[original] = shadow;
       return shadow;
     }
@@ -101,16 +107,20 @@ public:
     return failure();
   }
 
-  /// Whether `op` or an op nested in it may write a buffer with a shadow.
-  bool writesShadowedBuffer(Operation &op) {
+  /// Whether `op` or an op nested in it may write a buffer with a shadow,
+  /// or is a call given a varied value.
+  bool needsTangentInside(Operation &op) {
+    auto varied = [&](Value value) { return activity.isVaried(value); };
     return op
         .walk([&](Operation *nested) {
-          return llvm::any_of(getWrittenBuffers(nested),
-                              [&](Value buffer) {
-                                return activity.isActive(buffer);
-                              })
-                     ? WalkResult::interrupt()
-                     : WalkResult::advance();
+          bool needs =
+              llvm::any_of(getWrittenBuffers(nested),
+                           [&](Value buffer) {
+                             return activity.isActive(buffer);
+                           }) ||
+              (isa<CallOpInterface>(nested) &&
+               llvm::any_of(nested->getOperands(), varied));
+          return needs ? WalkResult::interrupt() : WalkResult::advance();
         })
         .wasInterrupted();
   }
@@ -121,8 +131,8 @@ public:
   LogicalResult checkShadowsCanBeCreated(Operation &op) {
     for (Value operand : op.getOperands()) {
       auto type = dyn_cast<MemRefType>(operand.getType());
-      if (!type || !hasTangentType(type) || tangents.contains(operand) ||
-          canCreateZeroShadow(type))
+      if (!type || !hasTangentType(type) || !activity.isActive(operand) ||
+          tangents.contains(operand) || canCreateZeroShadow(type))
         continue;
       generator.emitError(&op, "cannot differentiate '" +
                                    op.getName().getStringRef() +
@@ -156,8 +166,11 @@ public:
 private:
   LogicalResult emitOp(Operation &op) {
     // An op writing a buffer with a shadow (itself or an op in its regions)
-    // writes the shadow too.
-    bool active = activity.isActive(&op) || writesShadowedBuffer(op);
+    // writes the shadow too; a call given a varied value is differentiated
+    // even when nothing it returns or is given is active: it may write the
+    // value to memory the caller reads (a global), which only its own
+    // differentiation sees.
+    bool active = activity.isActive(&op) || needsTangentInside(op);
     auto rule = dyn_cast<TangentRuleOpInterface>(&op);
     if (active && !rule && isa_and_nonnull<ADDialect>(op.getDialect())) {
       generator.emitError(&op, kOwnDerivativeMessage);
@@ -250,6 +263,7 @@ TangentGenerator::getOrCreate(func::FuncOp callee, ArrayRef<int64_t> wrt,
                                       getDerivativeName(callee, "jvp", wrt),
                                       getTangentFunctionType(callee, wrt));
   tangent.setPrivate();
+  tangent->setAttr(kGeneratedAttrName, builder.getUnitAttr());
   symbolTable.insert(tangent);
   tangent.addEntryBlock();
   // Registered before its body is emitted: a recursive call finds it here.

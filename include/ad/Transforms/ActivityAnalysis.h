@@ -55,7 +55,8 @@ private:
 };
 
 /// The buffers `op` may write: the memref operands its memory effects name
-/// as written, or all of them when it declares no effects (a call).
+/// as written (or freed: a shadow is freed with its buffer), or all of them
+/// when it declares no effects (a call).
 SmallVector<Value> getWrittenBuffers(Operation *op);
 
 } // namespace mlir::ad
