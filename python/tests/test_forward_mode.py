@@ -72,6 +72,27 @@ def _tuple(x):
     return x if isinstance(x, tuple) else (x,)
 
 
+def _random_like(value, rng):
+    if np.ndim(value):
+        return rng.standard_normal(np.shape(value)).astype(np.float64)
+    return float(rng.standard_normal())
+
+
+def _sample_arguments(fun, inputs, rng):
+    """Arguments at which `fun` runs and returns finite values, or None."""
+    for size in (3, 2, 4, 1):
+        candidate = [_sample(t, rng, size) for t in inputs]
+        if any(a is None for a in candidate):
+            return None
+        try:
+            outputs = _tuple(fun(*candidate))
+        except Exception:
+            continue
+        if all(np.all(np.isfinite(np.asarray(o, np.float64))) for o in outputs):
+            return candidate
+    return None
+
+
 # Relative error of each function checked (bench/forward-mode.py reports it).
 DOT_PRODUCT_ERRORS = {}
 
@@ -98,21 +119,10 @@ def test_dot_product_of_jvp_and_vjp(module_name, attr):
         # f64 only: the test wants machine precision.
         if any(t[4] and t[0] != "f64" for t in list(inputs) + list(results)):
             continue
-        args = None
-        for size in (3, 2, 4, 1):
-            candidate = [_sample(t, rng, size) for t in inputs]
-            if any(a is None for a in candidate):
-                break
-            try:
-                outputs = _tuple(fun(*candidate))
-            except Exception:
-                continue
-            if all(np.all(np.isfinite(np.asarray(outputs[i], np.float64)))
-                   for i in float_results):
-                args = candidate
-                break
+        args = _sample_arguments(fun, inputs, rng)
         if args is None:
             continue
+        outputs = _tuple(fun(*args))
         positions = fun.differentiable_arguments
         tangents = [rng.standard_normal(np.shape(args[p])) if np.ndim(args[p])
                     else float(rng.standard_normal()) for p in positions]
@@ -431,27 +441,6 @@ def test_jvp_of_jvp_is_a_second_directional_derivative():
     # d2/dx2 exp(sin x) = exp(sin x) (cos^2 x - sin x)
     assert d2 == pytest.approx(np.exp(np.sin(x)) * (np.cos(x) ** 2 - np.sin(x)),
                                rel=1e-13)
-
-
-def _random_like(value, rng):
-    if np.ndim(value):
-        return rng.standard_normal(np.shape(value)).astype(np.float64)
-    return float(rng.standard_normal())
-
-
-def _sample_arguments(fun, inputs, rng):
-    """Arguments at which `fun` runs and returns finite values, or None."""
-    for size in (3, 2, 4, 1):
-        candidate = [_sample(t, rng, size) for t in inputs]
-        if any(a is None for a in candidate):
-            return None
-        try:
-            outputs = _tuple(fun(*candidate))
-        except Exception:
-            continue
-        if all(np.all(np.isfinite(np.asarray(o, np.float64))) for o in outputs):
-            return candidate
-    return None
 
 
 @pytest.mark.parametrize("module_name, attr", _program_sources())
