@@ -1,0 +1,144 @@
+//===- Recursions.cpp - the call graph of a module --------------*- C++ -*-===//
+//
+// What DerivativeGenerator knows of calls between functions: reachability,
+// the recursions (strongly connected components of upstream's CallGraph),
+// and the row width of the tape each recursion shares, set once every
+// function of the recursion is generated.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ad/Transforms/DerivativeGenerator.h"
+
+#include "mlir/Analysis/CallGraph.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "llvm/ADT/SCCIterator.h"
+
+using namespace mlir;
+using namespace mlir::ad;
+
+CallGraph &DerivativeGenerator::getCallGraph(func::FuncOp function) {
+  // Built on demand; rebuilt for a function generated after it.
+  if (!callGraph || !callGraph->lookupNode(&function.getBody()))
+    callGraph = std::make_unique<CallGraph>(symbolTable.getOp());
+  return *callGraph;
+}
+
+const llvm::SmallPtrSetImpl<Operation *> &
+DerivativeGenerator::reachableFrom(func::FuncOp function) {
+  auto it = reachable.find(function);
+  if (it != reachable.end())
+    return it->second;
+  llvm::SmallPtrSet<Operation *, 8> found;
+  if (!function.isExternal()) {
+    CallGraph &graph = getCallGraph(function);
+    SmallVector<CallGraphNode *> worklist = {
+        graph.lookupNode(&function.getBody())};
+    while (!worklist.empty())
+      for (const CallGraphNode::Edge &edge : *worklist.pop_back_val()) {
+        CallGraphNode *callee = edge.getTarget();
+        if (!callee->isExternal() &&
+            found.insert(callee->getCallableRegion()->getParentOp()).second)
+          worklist.push_back(callee);
+      }
+  }
+  return reachable[function] = std::move(found);
+}
+
+void DerivativeGenerator::invalidateCallGraph() {
+  callGraph.reset();
+  reachable.clear();
+  componentOf.clear();
+}
+
+/// The strongly connected components of the module's call graph (upstream
+/// CallGraph; llvm::scc_iterator keeps its own stack, so call chains
+/// thousands deep are fine). A component is a recursion when it has a
+/// cycle (a self call included).
+void DerivativeGenerator::computeRecursions() {
+  callGraph = std::make_unique<CallGraph>(symbolTable.getOp());
+  componentOf.clear();
+  componentIsRecursion.clear();
+  componentRoot.clear();
+  for (auto scc = llvm::scc_begin<const CallGraph *>(callGraph.get());
+       !scc.isAtEnd(); ++scc) {
+    // The first member by name: the same whichever member asks.
+    Operation *root = nullptr;
+    unsigned id = componentIsRecursion.size();
+    for (CallGraphNode *node : *scc) {
+      if (node->isExternal())
+        continue;
+      auto function =
+          dyn_cast<func::FuncOp>(node->getCallableRegion()->getParentOp());
+      if (!function)
+        continue;
+      componentOf[function] = id;
+      if (!root ||
+          function.getSymName() < cast<func::FuncOp>(root).getSymName())
+        root = function;
+    }
+    if (!root)
+      continue;
+    componentIsRecursion.push_back(scc.hasCycle());
+    componentRoot.push_back(root);
+  }
+}
+
+bool DerivativeGenerator::inSameRecursion(func::FuncOp a, func::FuncOp b) {
+  if (componentOf.empty())
+    computeRecursions();
+  auto itA = componentOf.find(a), itB = componentOf.find(b);
+  if (itA == componentOf.end() || itB == componentOf.end())
+    return false;
+  return itA->second == itB->second && componentIsRecursion[itA->second];
+}
+
+Operation *DerivativeGenerator::recursionRoot(func::FuncOp function) {
+  if (componentOf.empty())
+    computeRecursions();
+  auto it = componentOf.find(function);
+  return it == componentOf.end() ? function.getOperation()
+                                 : componentRoot[it->second];
+}
+
+Operation *DerivativeGenerator::widthGroup(Operation *root) {
+  while (Operation *merged = mergedWidths.lookup(root))
+    root = merged;
+  return root;
+}
+
+void DerivativeGenerator::shareRecursionTape(func::FuncOp a, func::FuncOp b) {
+  Operation *groupA = widthGroup(recursionRoot(a));
+  Operation *groupB = widthGroup(recursionRoot(b));
+  if (groupA == groupB)
+    return;
+  unsigned moved = recursionWidths.lookup(groupB);
+  recursionWidths.erase(groupB);
+  unsigned &width = recursionWidths[groupA];
+  width = std::max(width, moved);
+  mergedWidths[groupB] = groupA;
+}
+
+void DerivativeGenerator::addRecursionWidth(func::FuncOp function,
+                                            Operation *placeholder,
+                                            unsigned slots) {
+  Operation *root = recursionRoot(function);
+  unsigned &width = recursionWidths[widthGroup(root)];
+  width = std::max(width, slots);
+  if (placeholder)
+    placeholder->setAttr(kRowWidthAttrName,
+                         cast<func::FuncOp>(root).getSymNameAttr());
+}
+
+void DerivativeGenerator::finalize() {
+  // Placeholders in functions discarded after a failure went with them;
+  // copies made by forward mode are found like the originals.
+  symbolTable.getOp()->walk([&](arith::ConstantOp placeholder) {
+    auto root = placeholder->getAttrOfType<StringAttr>(kRowWidthAttrName);
+    if (!root)
+      return;
+    Operation *group = widthGroup(symbolTable.lookup(root));
+    placeholder.setValueAttr(IntegerAttr::get(
+        placeholder.getType(), recursionWidths.lookup(group)));
+    placeholder->removeAttr(kRowWidthAttrName);
+  });
+}

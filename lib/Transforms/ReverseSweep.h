@@ -1,0 +1,324 @@
+//===- ReverseSweep.h - the pullback function -------------------*- C++ -*-===//
+//
+// The reverse sweep walks the ops backwards and lets each active op's rule
+// emit its adjoint into the pullback function, reading the tape the forward
+// sweep stored. Private to lib/Transforms.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AD_LIB_TRANSFORMS_REVERSESWEEP_H
+#define AD_LIB_TRANSFORMS_REVERSESWEEP_H
+
+#include "ForwardSweep.h"
+
+namespace mlir::ad::sweeps {
+
+/// One iteration of a reverse loop being emitted.
+struct ReverseLoopScope {
+  Block *originalBody = nullptr;
+  /// The loop whose growable tape rows this scope reads, or null for a loop
+  /// with a per-iteration buffer.
+  Operation *growableLoop = nullptr;
+  Value linearIndex;
+  /// Per-iteration values already loaded in this iteration.
+  DenseMap<Value, Value> loaded;
+  /// Primal values rebuilt for this iteration (induction variables).
+  SmallVector<Value> mappedPrimals;
+};
+
+/// The reverse sweep over one function. Tape arguments are inserted at the
+/// front of the pullback's entry block as rules ask for primal values.
+class ReverseSweep : public Sweep<ReverseEmitter> {
+public:
+  ReverseSweep(DerivativeGenerator &generator,
+               const ActivityAnalysis &activity, func::FuncOp function,
+               ForwardSweep &forward, Block *pullbackBody)
+      : Sweep(generator, activity, function, pullbackBody), forward(forward),
+        body(pullbackBody) {}
+
+  Value getRecursionTape() override { return recursionTape; }
+  Value getGrowableTape(Operation *original) override {
+    return tapeEntryValue(
+        forward.growableTape(forward.tapeKeyOf(original)).buffer);
+  }
+  bool inRecursion() override { return recursionTape != nullptr; }
+  bool usesSharedTape(func::CallOp call) override {
+    return forward.usesSharedTape(call);
+  }
+  /// In a recursive pullback: the shared tape argument.
+  Value recursionTape;
+
+  Value getPrimal(Value original) override {
+    if (Value mapped = primalOverrides.lookup(original))
+      return mapped;
+    return materialize(forward.lookup(original));
+  }
+  SmallVector<Value> getResiduals(Operation *original) override {
+    SmallVector<Value> values;
+    for (Value residual : forward.residuals.lookup(original))
+      values.push_back(materialize(residual));
+    return values;
+  }
+  Value getCotangent(Value originalResult) override {
+    if (Value cotangent = cotangents.lookup(originalResult))
+      return cotangent;
+    Type type = originalResult.getType();
+    auto tensorType = dyn_cast<RankedTensorType>(type);
+    Value like = tensorType && !tensorType.hasStaticShape()
+                     ? getPrimal(originalResult)
+                     : Value();
+    return createZerosLike(builder, originalResult.getLoc(), type, like);
+  }
+  void addCotangent(Value originalOperand, Value contribution) override {
+    if (activity.isActive(originalOperand))
+      cotangents.add(builder, originalOperand, contribution);
+  }
+  Value lookupCotangent(Value original) override {
+    return cotangents.lookup(original);
+  }
+  void setCotangent(Value original, Value cotangent) override {
+    cotangents.set(original, cotangent);
+  }
+
+  LogicalResult emitReverseOps(Block &original) override {
+    for (Operation &op : llvm::reverse(original.without_terminator())) {
+      if (!activity.isActive(&op) || !hasCotangent(&op))
+        continue;
+      currentOp = &op;
+      if (failed(cast<ReverseRuleOpInterface>(op).emitReverse(*this)) ||
+          materializeFailed)
+        return failure();
+    }
+    return success();
+  }
+
+  void mapPrimal(Value original, Value pullbackValue) override {
+    primalOverrides[original] = pullbackValue;
+    if (!loops.empty())
+      loops.back().mappedPrimals.push_back(original);
+  }
+
+  void beginLoop(Block *originalBody, Value iteration,
+                 Value tripCount) override {
+    Value linear = iteration;
+    if (!loops.empty()) {
+      Location loc = iteration.getLoc();
+      Value scaled =
+          arith::MulIOp::create(builder, loc, loops.back().linearIndex,
+                                tripCount);
+      linear = arith::AddIOp::create(builder, loc, scaled, iteration);
+    }
+    ReverseLoopScope scope;
+    scope.originalBody = originalBody;
+    scope.linearIndex = linear;
+    loops.push_back(std::move(scope));
+  }
+
+  void endLoop(Block *originalBody) override {
+    for (Value original : loops.back().mappedPrimals)
+      primalOverrides.erase(original);
+    loops.pop_back();
+  }
+
+  void beginRows(Block *originalBlock, Operation *originalWhile,
+                 Value row) override {
+    // Loads of this scope go right after the row's definition, which must
+    // then be an op here, not a block argument at the top of the function.
+    if (isa<BlockArgument>(row)) {
+      Location loc = row.getLoc();
+      row = arith::AddIOp::create(builder, loc, row,
+                                  arith::ConstantIndexOp::create(builder, loc, 0));
+    }
+    ReverseLoopScope scope;
+    scope.originalBody = originalBlock;
+    scope.growableLoop = originalWhile;
+    scope.linearIndex = row;
+    loops.push_back(std::move(scope));
+  }
+
+  void endRows(Block *originalBlock) override { endLoop(originalBlock); }
+
+  void resetCotangents(Block &original) override {
+    original.walk([&](Block *block) {
+      for (Value argument : block->getArguments())
+        cotangents.erase(argument);
+      for (Operation &op : *block)
+        for (Value result : op.getResults())
+          cotangents.erase(result);
+    });
+  }
+
+  /// The whole reverse sweep over function body `original`: seeds the float
+  /// results with `seeds`, reverses every op, and returns the gradients of
+  /// the arguments at `wrt` (the pullback's return values).
+  FailureOr<SmallVector<Value>> reverseFunction(Block &original,
+                                                ValueRange seeds,
+                                                ArrayRef<int64_t> wrt) {
+    auto seed = seeds.begin();
+    for (Value returned : original.getTerminator()->getOperands())
+      if (isDifferentiableType(returned.getType()))
+        addCotangent(returned, *seed++);
+    if (failed(emitReverseOps(original)))
+      return failure();
+    SmallVector<Value> gradients;
+    for (int64_t position : wrt)
+      gradients.push_back(getCotangent(original.getArgument(position)));
+    func::ReturnOp::create(builder, original.getTerminator()->getLoc(),
+                           gradients);
+    return gradients;
+  }
+
+  /// Whether some result of `op` has received a cotangent.
+  bool hasCotangent(Operation *op) const {
+    return llvm::any_of(op->getResults(), [&](Value result) {
+      return cotangents.contains(result);
+    });
+  }
+
+  /// Forward-function values the pullback reads, in tape order.
+  SmallVector<Value> tape;
+
+private:
+  /// Makes forward value `value` available at the builder's position:
+  /// rebuilds constants, tapes values of the entry block (once), loads
+  /// values of loop bodies from their per-iteration buffers.
+  Value materialize(Value value) {
+    Operation *def = value.getDefiningOp();
+    if (def && def->getNumOperands() == 0 && def->getNumRegions() == 0 &&
+        def->hasTrait<OpTrait::ConstantLike>())
+      return rebuildConstant(value);
+    if (forward.storesInBranchTape(value)) {
+      Location loc = value.getLoc();
+      unsigned slot = forward.storeInBranchTape(value);
+      Value buffer = tapeEntryValue(forward.getBranchTape());
+      Value loaded = memref::LoadOp::create(
+          builder, loc, buffer,
+          ValueRange{arith::ConstantIndexOp::create(builder, loc, slot)});
+      return decodeFromF64(builder, loc, loaded, value.getType());
+    }
+    value = forward.escape(value);
+    Block *home = value.getParentBlock();
+    if (const ForwardRowScope *rows = forward.rowScopeOf(home))
+      return loadFromRow(value, *rows, forward.originalBlockOf(home));
+    if (home == forward.getEntry())
+      return tapeEntryValue(value);
+    const ForwardLoopScope *scope = forward.scopeOf(home);
+    auto tensorType = dyn_cast<RankedTensorType>(value.getType());
+    if (!scope || !(value.getType().isIntOrIndexOrFloat() ||
+                    (tensorType && tensorType.hasStaticShape())))
+      return failMaterialization(value);
+    Block *originalHome = forward.originalBlockOf(home);
+    for (ReverseLoopScope &loop : llvm::reverse(loops)) {
+      if (loop.originalBody != originalHome)
+        continue;
+      if (Value loaded = loop.loaded.lookup(value))
+        return loaded;
+      Value buffer = tapeEntryValue(forward.storePerIteration(value, *scope));
+      OpBuilder loadBuilder(value.getContext());
+      loadBuilder.setInsertionPointAfterValue(loop.linearIndex);
+      Value loaded =
+          tensorType
+              ? bufferization::ToTensorOp::create(
+                    loadBuilder, value.getLoc(), tensorType,
+                    iterationSlice(loadBuilder, value.getLoc(), buffer,
+                                   loop.linearIndex),
+                    /*restrict=*/true, /*writable=*/false)
+                    .getResult()
+              : memref::LoadOp::create(loadBuilder, value.getLoc(), buffer,
+                                       loop.linearIndex)
+                    .getResult();
+      loop.loaded[value] = loaded;
+      return loaded;
+    }
+    return failMaterialization(value);
+  }
+
+  /// Reads forward value `value`, stored in a row of a growable tape, in the
+  /// reverse iteration of `originalHome` being emitted.
+  Value loadFromRow(Value value, const ForwardRowScope &rows,
+                    Block *originalHome) {
+    if (!slotsFor(value.getType()))
+      return failMaterialization(value);
+    for (ReverseLoopScope &loop : llvm::reverse(loops)) {
+      if (loop.originalBody != originalHome)
+        continue;
+      if (Value loaded = loop.loaded.lookup(value))
+        return loaded;
+      unsigned slot = forward.storeInRow(value, rows);
+      GrowableTape &tape = forward.growableTape(rows.originalLoop);
+      Value buffer = tape.pullbackBuffer ? tape.pullbackBuffer
+                                         : tapeEntryValue(tape.buffer);
+      if (!tape.pullbackWidth) {
+        OpBuilder prologue = OpBuilder::atBlockBegin(body);
+        tape.pullbackWidth = arith::ConstantIndexOp::create(
+            prologue, rows.originalLoop->getLoc(), 0);
+      }
+      Location loc = value.getLoc();
+      OpBuilder b(value.getContext());
+      b.setInsertionPointAfterValue(loop.linearIndex);
+      Value base = arith::MulIOp::create(b, loc, loop.linearIndex,
+                                         tape.pullbackWidth->getResult(0));
+      Value index = arith::AddIOp::create(
+          b, loc, base, arith::ConstantIndexOp::create(b, loc, slot));
+      Value slotValue;
+      if (auto tensorType = dyn_cast<RankedTensorType>(value.getType()))
+        slotValue = bufferization::ToTensorOp::create(
+            b, loc, tensorType.clone(b.getF64Type()),
+            rowSlots(b, loc, buffer, index, tensorType.getShape()),
+            /*restrict=*/true, /*writable=*/false);
+      else
+        slotValue = memref::LoadOp::create(b, loc, buffer, index);
+      Value loaded = decodeFromF64(b, loc, slotValue, value.getType());
+      loop.loaded[value] = loaded;
+      return loaded;
+    }
+    return failMaterialization(value);
+  }
+
+  Value rebuildConstant(Value value) {
+    if (Value available = availableInPullback.lookup(value))
+      return available;
+    OpBuilder prologue = OpBuilder::atBlockBegin(body);
+    Operation *copy = prologue.clone(*value.getDefiningOp());
+    Value result = copy->getResult(cast<OpResult>(value).getResultNumber());
+    availableInPullback[value] = result;
+    return result;
+  }
+
+  Value tapeEntryValue(Value value) {
+    if (Value available = availableInPullback.lookup(value))
+      return available;
+    Value result =
+        body->insertArgument(tape.size(), value.getType(), value.getLoc());
+    tape.push_back(value);
+    availableInPullback[value] = result;
+    return result;
+  }
+
+  /// Reports a value the adjoint needs but cannot be kept yet, and returns a
+  /// placeholder so that the rule can finish.
+  Value failMaterialization(Value value) {
+    if (!materializeFailed)
+      generator.emitError(currentOp, "cannot keep a value of type ")
+          << value.getType()
+          << " for the adjoint of this op yet (only scalars and statically "
+             "shaped tensors of floats, of at most 64 bits, can be stored per "
+           "iteration)";
+    materializeFailed = true;
+    OpBuilder prologue = OpBuilder::atBlockBegin(body);
+    return ub::PoisonOp::create(prologue, value.getLoc(), value.getType());
+  }
+
+  ForwardSweep &forward;
+  Block *body;
+  DenseMap<Value, Value> availableInPullback;
+  CotangentMap cotangents;
+  DenseMap<Value, Value> primalOverrides;
+  SmallVector<ReverseLoopScope> loops;
+  Operation *currentOp = nullptr;
+  bool materializeFailed = false;
+};
+
+} // namespace mlir::ad::sweeps
+
+#endif // AD_LIB_TRANSFORMS_REVERSESWEEP_H
