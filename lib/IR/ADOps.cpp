@@ -58,11 +58,20 @@ verifyDerivativeRequest(Operation *op, FlatSymbolRefAttr calleeAttr,
     return op->emitOpError() << "callee " << calleeAttr << " is a '"
                              << symbol->getName()
                              << "', expected a 'func.func'";
-  if (callee.isExternal())
-    return op->emitOpError()
-           << "callee " << calleeAttr
-           << " is a declaration; only functions with a body can be "
-              "differentiated";
+  // A declaration is differentiated by its user-written rule: ad.jvp
+  // needs an ad.custom_jvp, the other requests an ad.custom_vjp (ad.hvp
+  // differentiates the rule's functions in forward mode).
+  if (callee.isExternal()) {
+    CustomRuleIndex rules;
+    bool forwardMode = isa<JvpOp>(op);
+    if (forwardMode ? !rules.getJvp(callee) : !rules.getVjp(callee))
+      return op->emitOpError()
+             << "callee " << calleeAttr
+             << " is a declaration without an '"
+             << (forwardMode ? "ad.custom_jvp" : "ad.custom_vjp")
+             << "' rule; only functions with a body or a rule can be "
+                "differentiated";
+  }
 
   FunctionType type = callee.getFunctionType();
   if (operands.size() != type.getNumInputs())

@@ -154,21 +154,30 @@ CustomJvpOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   return verifyOnlyRule(*this);
 }
 
-template <typename RuleOp>
-static RuleOp lookupRule(func::FuncOp function) {
+void CustomRuleIndex::indexModuleOf(func::FuncOp function) {
   auto module = function->getParentOfType<ModuleOp>();
+  if (module == indexed)
+    return;
+  indexed = module;
+  vjps.clear();
+  jvps.clear();
   if (!module)
-    return nullptr;
-  for (auto rule : module.getOps<RuleOp>())
-    if (rule.getFunctionAttr().getAttr() == function.getSymNameAttr())
-      return rule;
-  return nullptr;
+    return;
+  for (Operation &op : *module.getBody()) {
+    // The verifier keeps the first rule of each kind for a function.
+    if (auto rule = dyn_cast<CustomVjpOp>(op))
+      vjps.try_emplace(rule.getFunctionAttr().getAttr(), rule);
+    else if (auto rule = dyn_cast<CustomJvpOp>(op))
+      jvps.try_emplace(rule.getFunctionAttr().getAttr(), rule);
+  }
 }
 
-CustomVjpOp mlir::ad::lookupCustomVjp(func::FuncOp function) {
-  return lookupRule<CustomVjpOp>(function);
+CustomVjpOp CustomRuleIndex::getVjp(func::FuncOp function) {
+  indexModuleOf(function);
+  return vjps.lookup(function.getSymNameAttr());
 }
 
-CustomJvpOp mlir::ad::lookupCustomJvp(func::FuncOp function) {
-  return lookupRule<CustomJvpOp>(function);
+CustomJvpOp CustomRuleIndex::getJvp(func::FuncOp function) {
+  indexModuleOf(function);
+  return jvps.lookup(function.getSymNameAttr());
 }

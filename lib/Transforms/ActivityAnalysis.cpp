@@ -18,6 +18,8 @@
 #include "ad/IR/ADDialect.h"
 #include "ad/IR/ADInterfaces.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -33,6 +35,23 @@ ActivityAnalysis::ActivityAnalysis(func::FuncOp function,
     groupBuffers(function);
   propagateVaried(function, wrt);
   propagateUseful(function);
+}
+
+Operation *mlir::ad::findBitsBecomingFloats(func::FuncOp function,
+                                            ArrayRef<int64_t> positions) {
+  if (positions.empty() || function.isExternal())
+    return nullptr;
+  ActivityAnalysis activity(function, positions);
+  Operation *found = nullptr;
+  function.walk([&](arith::BitcastOp bitcast) {
+    if (isa<FloatType>(getElementTypeOrSelf(bitcast.getType())) &&
+        activity.isVaried(bitcast.getIn())) {
+      found = bitcast;
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return found;
 }
 
 SmallVector<Value> mlir::ad::getWrittenBuffers(Operation *op) {

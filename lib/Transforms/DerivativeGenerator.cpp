@@ -64,7 +64,9 @@ DerivativeGenerator::getOrCreate(func::FuncOp callee, ArrayRef<int64_t> varied,
   auto it = generated.find(key);
   if (it != generated.end())
     return it->second;
-  if (CustomVjpOp rule = lookupCustomVjp(callee)) {
+  if (CustomVjpOp rule = customRules.getVjp(callee)) {
+    if (failed(checkRuleSeesNoFloatBits(callee, varied, requester)))
+      return failure();
     DerivativeFunctions functions = createFromCustomVjp(callee, varied, rule);
     generated[key] = functions;
     return functions;
@@ -158,6 +160,33 @@ static func::FuncOp createCompanion(SymbolTable &symbolTable,
   symbolTable.insert(function);
   function.addEntryBlock();
   return function;
+}
+
+LogicalResult mlir::ad::checkRuleSeesNoFloatBits(
+    func::FuncOp callee, ArrayRef<int64_t> varied,
+    function_ref<InFlightDiagnostic(Operation *, const Twine &)> emitError) {
+  SmallVector<int64_t> integers = llvm::filter_to_vector(
+      varied, [&](int64_t position) {
+        return !isDifferentiableType(callee.getArgumentTypes()[position]);
+      });
+  Operation *bitcast = findBitsBecomingFloats(callee, integers);
+  if (!bitcast)
+    return success();
+  emitError(bitcast, "a float's bits reach '" + callee.getSymName() +
+                         "' through an integer argument here, but its "
+                         "user-written rule takes integers as constants");
+  return failure();
+}
+
+LogicalResult DerivativeGenerator::checkRuleSeesNoFloatBits(
+    func::FuncOp callee, ArrayRef<int64_t> varied, Operation *requester) {
+  requesters.push_back(requester);
+  LogicalResult result = ad::checkRuleSeesNoFloatBits(
+      callee, varied, [&](Operation *op, const Twine &message) {
+        return emitError(op, message);
+      });
+  requesters.pop_back();
+  return result;
 }
 
 DerivativeFunctions

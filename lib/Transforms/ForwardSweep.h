@@ -529,9 +529,13 @@ private:
       return failure();
     }
     // An active call's rule differentiates its callee, whose ops are
-    // checked then.
-    if (!(active && isa<CallOpInterface>(op)) &&
-        failed(checkNoDifferentiableStore(op)))
+    // checked then (a callee with a user-written rule is checked here).
+    auto call = dyn_cast<func::CallOp>(op);
+    func::FuncOp callee = call ? lookupCallee(call) : func::FuncOp();
+    bool checkedInCallee =
+        active && isa<CallOpInterface>(op) &&
+        !(callee && generator.getCustomRules().getVjp(callee));
+    if (!checkedInCallee && failed(checkNoDifferentiableStore(op)))
       return failure();
     if (!active)
       return cloneOp(&op);

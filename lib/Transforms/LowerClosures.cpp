@@ -79,10 +79,10 @@ struct ADLowerClosuresPass
       stop.erase();
     });
     // So are the user-written rules, which only derivatives used.
-    for (Operation &op :
-         llvm::make_early_inc_range(*getOperation().getBody()))
+    getOperation().walk([](Operation *op) {
       if (isa<CustomVjpOp, CustomJvpOp>(op))
-        op.erase();
+        op->erase();
+    });
   }
 };
 

@@ -13,6 +13,7 @@
 #include "ad/IR/ADInterfaces.h"
 #include "ad/Transforms/ActivityAnalysis.h"
 
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -104,11 +105,22 @@ Operation *MemoryWriteCheck::findWrite(Operation *op, VariedFn isVaried,
                                symbolTables->lookupNearestSymbolFrom(nested,
                                                                     symbol))
                          : func::FuncOp();
-    // A user-written rule replaces the callee's differentiation: what it
-    // does with memory is not followed.
-    if (callee && (followsMemory ? bool(lookupCustomJvp(callee))
-                                 : bool(lookupCustomVjp(callee))))
+    // A user-written rule replaces the derivative of the callee's results,
+    // not of what it writes to memory its caller may read: that is still
+    // an error (a declaration is trusted to write nothing).
+    if (callee && (followsMemory ? bool(customRules.getJvp(callee))
+                                 : bool(customRules.getVjp(callee)))) {
+      if (callee.isExternal())
+        return WalkResult::advance();
+      SmallVector<Operation *> inner;
+      if (Operation *writer = findEscapingWrite(callee, positions, inner)) {
+        via.push_back(nested);
+        via.append(inner.begin(), inner.end());
+        found = writer;
+        return WalkResult::interrupt();
+      }
       return WalkResult::advance();
+    }
     // A function without a body here may do anything with the value.
     if (!callee || callee.isExternal()) {
       found = nested;
@@ -124,6 +136,53 @@ Operation *MemoryWriteCheck::findWrite(Operation *op, VariedFn isVaried,
     return WalkResult::advance();
   });
   return found;
+}
+
+Operation *
+MemoryWriteCheck::findEscapingWrite(func::FuncOp callee,
+                                    ArrayRef<int64_t> positions,
+                                    SmallVectorImpl<Operation *> &via) {
+  // Buffers followed: a varied buffer argument or global is written with a
+  // varied value (the writer is any write of one to a varied buffer).
+  ActivityAnalysis activity(callee, positions, /*followsMemory=*/true);
+  auto varied = [&](Value value) { return activity.isVaried(value); };
+  bool escapes =
+      llvm::any_of(callee.getArguments(),
+                   [&](BlockArgument argument) {
+                     return isa<BaseMemRefType>(argument.getType()) &&
+                            varied(argument);
+                   }) ||
+      callee
+          .walk([&](memref::GetGlobalOp global) {
+            return varied(global.getResult()) ? WalkResult::interrupt()
+                                              : WalkResult::advance();
+          })
+          .wasInterrupted();
+  Operation *writer = nullptr;
+  callee.walk([&](Operation *op) {
+    // A call given a varied value: anything its callees write counts.
+    if (isCallLike(op) && llvm::any_of(op->getOperands(), varied)) {
+      MemoryWriteCheck strict;
+      llvm::DenseSet<Operation *> skip;
+      SmallVector<Operation *> inner;
+      ActivityAnalysis plain(callee, positions);
+      if (Operation *found = strict.findWrite(
+              op, [&](Value value) { return plain.isVaried(value); }, skip,
+              inner)) {
+        via.append(inner.begin(), inner.end());
+        writer = found;
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    }
+    if (escapes && llvm::any_of(op->getOperands(), varied) &&
+        llvm::any_of(getWrittenBuffers(op), varied)) {
+      writer = op;
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return writer;
 }
 
 Operation *MemoryWriteCheck::findWriteInCallee(

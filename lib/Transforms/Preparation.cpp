@@ -300,7 +300,7 @@ static bool keepsBuffers(func::FuncOp function, DerivativeGenerator &generator,
   if (function.isExternal() || !seen.insert(function).second)
     return false;
   // A user-written rule's tape is its residuals.
-  if (lookupCustomVjp(function))
+  if (generator.getCustomRules().getVjp(function))
     return false;
   return function
       .walk([&](Operation *op) {
@@ -336,10 +336,12 @@ mlir::ad::inlineLoopCallsWithLoops(func::FuncOp function,
     for (func::CallOp call : calls) {
       func::FuncOp callee = generator.lookupFunction(call.getCalleeAttr());
       llvm::SmallPtrSet<Operation *, 8> seen;
-      // A function with a user-written rule is differentiated by the rule,
-      // never inlined.
-      if (!callee || callee.isExternal() || lookupCustomVjp(callee) ||
-          lookupCustomJvp(callee) ||
+      // A function with a reverse-mode rule is differentiated by the rule,
+      // never inlined. (One with a forward-mode rule only is inlined like
+      // any other: reverse mode needs it, and forward mode then
+      // differentiates its body at that call.)
+      if (!callee || callee.isExternal() ||
+          generator.getCustomRules().getVjp(callee) ||
           generator.inSameRecursion(callee, callee) ||
           !callee.getBody().hasOneBlock() ||
           !keepsBuffers(callee, generator, seen))

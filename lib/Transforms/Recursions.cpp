@@ -18,7 +18,8 @@ using namespace mlir::ad;
 
 CallGraph &DerivativeGenerator::getCallGraph(func::FuncOp function) {
   // Built on demand; rebuilt for a function generated after it.
-  if (!callGraph || !callGraph->lookupNode(&function.getBody()))
+  if (!callGraph ||
+      (!function.isExternal() && !callGraph->lookupNode(&function.getBody())))
     callGraph = std::make_unique<CallGraph>(symbolTable.getOp());
   return *callGraph;
 }
@@ -28,18 +29,32 @@ DerivativeGenerator::reachableFrom(func::FuncOp function) {
   auto it = reachable.find(function);
   if (it != reachable.end())
     return it->second;
+  // Through calls, and from a function with user-written rules to the
+  // rules' functions, which replace its differentiation.
   llvm::SmallPtrSet<Operation *, 8> found;
-  if (!function.isExternal()) {
-    CallGraph &graph = getCallGraph(function);
-    SmallVector<CallGraphNode *> worklist = {
-        graph.lookupNode(&function.getBody())};
-    while (!worklist.empty())
-      for (const CallGraphNode::Edge &edge : *worklist.pop_back_val()) {
-        CallGraphNode *callee = edge.getTarget();
-        if (!callee->isExternal() &&
-            found.insert(callee->getCallableRegion()->getParentOp()).second)
-          worklist.push_back(callee);
-      }
+  CallGraph &graph = getCallGraph(function);
+  SmallVector<func::FuncOp> worklist = {function};
+  auto reach = [&](func::FuncOp reached) {
+    if (reached && found.insert(reached).second)
+      worklist.push_back(reached);
+  };
+  while (!worklist.empty()) {
+    func::FuncOp current = worklist.pop_back_val();
+    if (CustomVjpOp rule = customRules.getVjp(current)) {
+      reach(lookupFunction(rule.getForwardAttr()));
+      reach(lookupFunction(rule.getPullbackAttr()));
+    }
+    if (CustomJvpOp rule = customRules.getJvp(current))
+      reach(lookupFunction(rule.getTangentAttr()));
+    if (current.isExternal())
+      continue;
+    CallGraphNode *node = graph.lookupNode(&current.getBody());
+    if (!node)
+      continue;
+    for (const CallGraphNode::Edge &edge : *node)
+      if (!edge.getTarget()->isExternal())
+        reach(cast<func::FuncOp>(
+            edge.getTarget()->getCallableRegion()->getParentOp()));
   }
   return reachable[function] = std::move(found);
 }

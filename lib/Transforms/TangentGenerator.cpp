@@ -188,9 +188,13 @@ private:
       return failure();
     }
     // An active call's rule differentiates its callee, whose ops are
-    // checked then.
-    if (!(active && isa<CallOpInterface>(op)) &&
-        failed(checkNoDifferentiableStore(op)))
+    // checked then (a callee with a user-written rule is checked here).
+    auto call = dyn_cast<func::CallOp>(op);
+    func::FuncOp callee = call ? lookupCallee(call) : func::FuncOp();
+    bool checkedInCallee =
+        active && isa<CallOpInterface>(op) &&
+        !(callee && generator.getCustomRules().getJvp(callee));
+    if (!checkedInCallee && failed(checkNoDifferentiableStore(op)))
       return failure();
     if (!active)
       return cloneOp(&op);
@@ -244,7 +248,17 @@ TangentGenerator::getOrCreate(func::FuncOp callee, ArrayRef<int64_t> wrt,
   auto it = generated.find(key);
   if (it != generated.end())
     return it->second;
-  CustomJvpOp rule = lookupCustomJvp(callee);
+  CustomJvpOp rule = customRules.getJvp(callee);
+  if (rule) {
+    requesters.push_back(requester);
+    LogicalResult bits = checkRuleSeesNoFloatBits(
+        callee, wrt, [&](Operation *op, const Twine &message) {
+          return emitError(op, message);
+        });
+    requesters.pop_back();
+    if (failed(bits))
+      return failure();
+  }
   if (!rule && callee.isExternal()) {
     emitError(requester, "cannot differentiate this call: '" +
                              callee.getSymName() +

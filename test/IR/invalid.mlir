@@ -31,7 +31,7 @@ func.func @caller(%x: f64) -> f64 {
 func.func private @declared(%x: f64) -> f64
 
 func.func @caller(%x: f64) -> f64 {
-  // expected-error @+1 {{'ad.grad' op callee @declared is a declaration; only functions with a body can be differentiated}}
+  // expected-error @+1 {{'ad.grad' op callee @declared is a declaration without an 'ad.custom_vjp' rule; only functions with a body or a rule can be differentiated}}
   %g = ad.grad @declared(%x) : (f64) -> f64
   return %g : f64
 }

@@ -28,10 +28,25 @@ namespace mlir::ad {
 /// those arguments.
 PullbackType getPullbackTypeOf(func::FuncOp callee, ArrayRef<int64_t> wrt);
 
-/// The user-written rule for `function` in its module (ad.custom_vjp,
-/// ad.custom_jvp), or null. Scans the module's top-level ops.
-CustomVjpOp lookupCustomVjp(func::FuncOp function);
-CustomJvpOp lookupCustomJvp(func::FuncOp function);
+/// The user-written rules (ad.custom_vjp, ad.custom_jvp) of the functions
+/// of a module, indexed on first use (one scan of the module's top-level
+/// ops; again when asked about a function of another module).
+class CustomRuleIndex {
+public:
+  /// The rule for `function`, or null.
+  CustomVjpOp getVjp(func::FuncOp function);
+  CustomJvpOp getJvp(func::FuncOp function);
+  /// Whether `function` has a rule of either kind.
+  bool hasRule(func::FuncOp function) {
+    return getVjp(function) || getJvp(function);
+  }
+
+private:
+  void indexModuleOf(func::FuncOp function);
+  Operation *indexed = nullptr;
+  DenseMap<StringAttr, CustomVjpOp> vjps;
+  DenseMap<StringAttr, CustomJvpOp> jvps;
+};
 
 /// The positions among `positions` whose argument of `callee` has a
 /// differentiable type: a generated function's differentiated arguments.

@@ -54,6 +54,13 @@ private:
   llvm::EquivalenceClasses<Value> buffers;
 };
 
+/// An arith.bitcast in `function` turning an integer that depends on the
+/// arguments at `positions` into a float (the integer may hold a float's
+/// bits), or null. A user-written rule sees integers as constants, so such
+/// a function cannot have its derivative from a rule.
+Operation *findBitsBecomingFloats(func::FuncOp function,
+                                  ArrayRef<int64_t> positions);
+
 /// The buffers `op` may write: the memref operands its memory effects name
 /// as written (or freed: a shadow is freed with its buffer), or all of them
 /// when it declares no effects (a call).

@@ -41,6 +41,13 @@ inline constexpr const char kRowWidthAttrName[] = "ad.row_width_of";
 std::string getDerivativeName(func::FuncOp callee, StringRef kind,
                               ArrayRef<int64_t> wrt);
 
+/// Fails through `emitError` when a float's bits reach `callee` (which has a
+/// user-written rule) through an integer argument at `varied`: the rule
+/// would take them as a constant.
+LogicalResult checkRuleSeesNoFloatBits(
+    func::FuncOp callee, ArrayRef<int64_t> varied,
+    function_ref<InFlightDiagnostic(Operation *, const Twine &)> emitError);
+
 /// The func.func of `symbols` named by `symbol` (a flat reference), or
 /// null.
 func::FuncOp lookupFunction(SymbolTable &symbols, SymbolRefAttr symbol);
@@ -97,6 +104,9 @@ public:
   /// shared by recursive functions. Call after the last getOrCreate.
   void finalize();
 
+  /// The user-written rules of the module's functions.
+  CustomRuleIndex &getCustomRules() { return customRules; }
+
   /// The check for values written to memory, shared by every function
   /// generated in this module.
   MemoryWriteCheck &getMemoryWriteCheck() { return memoryWrites; }
@@ -127,6 +137,12 @@ private:
                     unsigned numResults, unsigned numTapeValues,
                     ArrayRef<std::pair<unsigned, unsigned>> ownRecords);
 
+  /// Fails (with a diagnostic naming the calls on the way from `requester`)
+  /// when a float's bits reach `callee`, which has a rule, through an
+  /// integer argument at `varied`.
+  LogicalResult checkRuleSeesNoFloatBits(func::FuncOp callee,
+                                         ArrayRef<int64_t> varied,
+                                         Operation *requester);
   /// The functions of a callee with a user-written rule: the rule's forward
   /// function, and a pullback that calls the rule's and returns the
   /// gradients of the float positions among `varied`.
@@ -158,6 +174,7 @@ private:
   SmallVector<bool> componentIsRecursion;
   SmallVector<Operation *> componentRoot;
   void computeRecursions();
+  CustomRuleIndex customRules;
   /// Per recursion root: the widest row.
   llvm::MapVector<Operation *, unsigned> recursionWidths;
   /// Recursion roots whose width group was merged into another's.

@@ -11,6 +11,7 @@
 #ifndef AD_TRANSFORMS_MEMORYWRITES_H
 #define AD_TRANSFORMS_MEMORYWRITES_H
 
+#include "ad/IR/ADDialect.h"
 #include "ad/IR/ADInterfaces.h"
 
 #include "mlir/IR/Operation.h"
@@ -65,6 +66,13 @@ public:
 private:
   /// Whether `op` itself may write a varied value (calls excepted).
   bool writesVaried(Operation *op, VariedFn isVaried);
+  /// For `callee`, which has a user-written rule: a write of a varied value
+  /// (called with varied arguments at `positions`) to memory its caller
+  /// may read (a buffer argument, a global, anything a callee of it
+  /// writes), or null. Its own scratch buffers may hold anything.
+  Operation *findEscapingWrite(func::FuncOp callee,
+                               ArrayRef<int64_t> positions,
+                               SmallVectorImpl<Operation *> &via);
   /// The writer in `callee` when called with varied arguments at
   /// `positions`, or null.
   Operation *findWriteInCallee(Operation *callee, ArrayRef<int64_t> positions,
@@ -82,6 +90,7 @@ private:
   std::unique_ptr<SymbolTableCollection> symbolTables =
       std::make_unique<SymbolTableCollection>();
   bool followsMemory;
+  CustomRuleIndex customRules;
 };
 
 /// Marks the derivative functions while they are in the scratch module

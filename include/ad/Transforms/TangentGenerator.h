@@ -50,6 +50,9 @@ public:
   /// The function of the module named by `symbol`, or null.
   func::FuncOp lookupFunction(SymbolRefAttr symbol);
 
+  /// The user-written rules of the module's functions.
+  CustomRuleIndex &getCustomRules() { return customRules; }
+
   /// The check for values written to memory.
   MemoryWriteCheck &getMemoryWriteCheck() { return memoryWrites; }
 
@@ -71,6 +74,7 @@ private:
   /// Calls (or ad ops) whose callee is being differentiated, outermost first.
   SmallVector<Operation *> requesters;
   MemoryWriteCheck memoryWrites{/*followsMemory=*/true};
+  CustomRuleIndex customRules;
 };
 
 /// The type of the tangent function of `callee` for the argument positions
