@@ -264,3 +264,83 @@ def test_wrong_rule_signature_is_a_compile_error():
                              r"and a cotangent per float result of @sq, \(f64, f64\), "
                              r"but takes \(f64, f32\)"):
         mlir_ad.compile(bad)
+
+
+NESTED = """
+// The rule's pullback takes a gradient itself; hvp differentiates it.
+func.func private @e_impl(%x: f64) -> f64 {
+  %s = math.sin %x : f64
+  %y = arith.mulf %s, %x : f64
+  return %y : f64
+}
+func.func private @e(%x: f64) -> f64 {
+  %y = func.call @e_impl(%x) : (f64) -> f64
+  return %y : f64
+}
+func.func private @e_fwd(%x: f64) -> (f64, f64) {
+  %y = func.call @e_impl(%x) : (f64) -> f64
+  return %y, %x : f64, f64
+}
+func.func private @e_pb(%x: f64, %dy: f64) -> f64 {
+  %g = ad.grad @e_impl(%x) : (f64) -> f64
+  %dx = arith.mulf %g, %dy : f64
+  return %dx : f64
+}
+ad.custom_vjp @e forward @e_fwd pullback @e_pb
+func.func @uses(%x: f64, %n: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%a = %x) -> f64 {
+    %y = func.call @e(%a) : (f64) -> f64
+    scf.yield %y : f64
+  }
+  return %r : f64
+}
+// A declaration with a rule can be differentiated directly.
+func.func @grad_cbrt(%x: f64) -> f64 {
+  %g = ad.grad @cbrt(%x) : (f64) -> f64
+  return %g : f64
+}
+"""
+
+
+def test_rule_functions_with_requests_and_direct_requests_on_declarations():
+    m = mlir_ad.compile(CBRT + NESTED)
+    grad = mlir_ad.grad(m.uses, wrt=0)
+    for n in (1, 3):
+        h = mlir_ad.hvp(m.uses, (0.6, n), (1.0,), wrt=0)
+        fd = (grad(0.6 + 1e-6, n) - grad(0.6 - 1e-6, n)) / 2e-6
+        assert h == pytest.approx(fd, rel=1e-6)
+    assert m.grad_cbrt(8.0) == pytest.approx(1.0 / 12.0, rel=1e-15)
+
+
+def test_a_function_with_only_a_tangent_rule_in_a_reverse_loop():
+    # Reverse mode inlines a callee with loops into the loop calling it;
+    # a function with only ad.custom_jvp is inlined like any other.
+    m = mlir_ad.compile("""
+    func.func private @inner(%x: f64, %n: index) -> f64 {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %r = scf.for %i = %c0 to %n step %c1 iter_args(%a = %x) -> f64 {
+        %s = math.sin %a : f64
+        scf.yield %s : f64
+      }
+      return %r : f64
+    }
+    func.func private @inner_tangent(%x: f64, %n: index, %t: f64) -> (f64, f64) {
+      %y = func.call @inner(%x, %n) : (f64, index) -> f64
+      return %y, %t : f64, f64
+    }
+    ad.custom_jvp @inner tangent @inner_tangent
+    func.func @outer(%x: f64, %n: index) -> f64 {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %r = scf.for %i = %c0 to %n step %c1 iter_args(%a = %x) -> f64 {
+        %y = func.call @inner(%a, %n) : (f64, index) -> f64
+        scf.yield %y : f64
+      }
+      return %r : f64
+    }""")
+    g = mlir_ad.grad(m.outer, wrt=0)(0.7, 3)
+    fd = (m.outer(0.7 + 1e-6, 3) - m.outer(0.7 - 1e-6, 3)) / 2e-6
+    assert g == pytest.approx(fd, rel=1e-7)

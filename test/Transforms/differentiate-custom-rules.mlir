@@ -65,3 +65,18 @@ func.func @jvp_f(%x: f64, %y: f64, %t: f64) -> f64 {
   %r, %tr = ad.jvp @f(%x, %y) tangents(%t) {wrt = array<i64: 0>} : (f64, f64) -> (f64, f64)
   return %tr : f64
 }
+
+// Rules in nested modules are erased too.
+// CHECK-LABEL: module @nested
+// CHECK: func.func private @g_pb
+// CHECK-NOT: ad.custom_vjp
+module @nested {
+  func.func private @g(f64) -> f64
+  func.func private @g_fwd(%x: f64) -> f64 {
+    return %x : f64
+  }
+  func.func private @g_pb(%dy: f64) -> f64 {
+    return %dy : f64
+  }
+  ad.custom_vjp @g forward @g_fwd pullback @g_pb
+}

@@ -653,3 +653,69 @@ func.func @caller(%x: f64, %t: f64) -> f64 {
   %y, %ty = ad.jvp @writes_global(%x) tangents(%t) : (f64) -> (f64, f64)
   return %ty : f64
 }
+
+// -----
+
+// A user-written rule replaces the derivative of a function's results, not
+// of what it writes to memory its caller reads.
+func.func private @writes_buffer(%x: f64, %buf: memref<1xf64>) -> f64 {
+  %c0 = arith.constant 0 : index
+  %y = arith.mulf %x, %x : f64
+  // expected-error @+1 {{cannot differentiate through memory: 'memref.store' writes a value that depends on a differentiated argument}}
+  memref.store %y, %buf[%c0] : memref<1xf64>
+  return %x : f64
+}
+func.func private @writes_buffer_fwd(%x: f64, %buf: memref<1xf64>) -> f64 {
+  %y = func.call @writes_buffer(%x, %buf) : (f64, memref<1xf64>) -> f64
+  return %y : f64
+}
+func.func private @writes_buffer_pb(%dy: f64) -> f64 {
+  return %dy : f64
+}
+ad.custom_vjp @writes_buffer forward @writes_buffer_fwd pullback @writes_buffer_pb
+
+func.func @reads_back(%x: f64) -> f64 {
+  %buf = memref.alloc() : memref<1xf64>
+  // expected-note @+1 {{reached through this call}}
+  %y = func.call @writes_buffer(%x, %buf) : (f64, memref<1xf64>) -> f64
+  %c0 = arith.constant 0 : index
+  %z = memref.load %buf[%c0] : memref<1xf64>
+  %r = arith.addf %y, %z : f64
+  return %r : f64
+}
+
+func.func @caller(%x: f64) -> f64 {
+  // expected-note @+1 {{while differentiating this call of @reads_back}}
+  %g = ad.grad @reads_back(%x) : (f64) -> f64
+  return %g : f64
+}
+
+// -----
+
+// A float's bits reaching a function with a rule through an integer: the
+// rule takes integers as constants.
+func.func private @from_bits_ruled(%i: i64) -> f64 {
+  // expected-error @+1 {{a float's bits reach 'from_bits_ruled' through an integer argument here, but its user-written rule takes integers as constants}}
+  %x = arith.bitcast %i : i64 to f64
+  %y = arith.mulf %x, %x : f64
+  return %y : f64
+}
+func.func private @from_bits_ruled_tangent(%i: i64) -> (f64, f64) {
+  %y = func.call @from_bits_ruled(%i) : (i64) -> f64
+  %z = arith.constant 0.0 : f64
+  return %y, %z : f64, f64
+}
+ad.custom_jvp @from_bits_ruled tangent @from_bits_ruled_tangent
+
+func.func @bits_to_ruled(%x: f64) -> f64 {
+  %i = arith.bitcast %x : f64 to i64
+  // expected-note @+1 {{while differentiating this call of @from_bits_ruled}}
+  %y = func.call @from_bits_ruled(%i) : (i64) -> f64
+  return %y : f64
+}
+
+func.func @caller(%x: f64, %t: f64) -> f64 {
+  // expected-note @+1 {{while differentiating this call of @bits_to_ruled}}
+  %y, %ty = ad.jvp @bits_to_ruled(%x) tangents(%t) : (f64) -> (f64, f64)
+  return %ty : f64
+}
