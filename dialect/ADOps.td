@@ -253,11 +253,20 @@ def AD_CustomVjpOp : AD_Op<"custom_vjp", [HasParent<"ModuleOp">,
     ad.custom_vjp @cbrt forward @cbrt_fwd pullback @cbrt_pb
     ```
 
+    Under differentiation the results come from `forward` (a plain call
+    still runs the body). The rule carries the derivative of the results
+    only: a body that writes a value depending on its float arguments to
+    memory its caller can read (a buffer argument, a global), or that
+    turns an integer argument into a float's bits (`arith.bitcast`), is an
+    error; a declaration is trusted to do neither.
+
     The verifier checks both signatures against the function's and says
     which type is wrong; a function has at most one `ad.custom_vjp`.
     Forward mode uses `ad.custom_jvp` when the function has one and
     otherwise differentiates the body; forward over reverse (`ad.hvp`)
-    differentiates `forward` and `pullback` like any function.
+    differentiates `forward` and `pullback` like any function. Requests
+    on a declaration (`ad.grad @cbrt`) need its rule. A function with a
+    rule is never inlined into the loops that call it.
     `ad-lower-closures` (and so `ad-differentiate`) erases the op.
   }];
   let arguments = (ins FlatSymbolRefAttr:$function,
@@ -293,6 +302,14 @@ def AD_CustomJvpOp : AD_Op<"custom_jvp", [HasParent<"ModuleOp">,
     }
     ad.custom_jvp @cbrt tangent @cbrt_tangent
     ```
+
+    Under forward mode the results come from `tangent`. As for
+    `ad.custom_vjp`, writes to memory the caller reads and float bits
+    through integer arguments are errors in a body; `ad.jvp` of a
+    declaration needs its rule. A function with only an `ad.custom_jvp`
+    called in a loop that reverse mode differentiates is inlined there
+    (reverse mode needs that), and forward mode then differentiates its
+    body at that call.
 
     The verifier checks the signature against the function's; a function
     has at most one `ad.custom_jvp`. `ad-lower-closures` erases the op.
