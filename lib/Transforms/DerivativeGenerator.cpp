@@ -276,7 +276,7 @@ DerivativeGenerator::generate(func::FuncOp callee,
       original, pullbackBody->getArguments(), wrt);
   if (failed(gradients))
     return discard();
-  forward.finalizeGrowableTapes();
+  forward.finalizeTapes();
   SmallVector<Type> gradientTypes(ValueRange(*gradients).getTypes());
   // Simplify the adjoint as a whole (sparse cotangents, zero accumulators,
   // unread operands), then drop the tape values it no longer reads.
@@ -303,37 +303,13 @@ DerivativeGenerator::generate(func::FuncOp callee,
   // shape, which a caller can keep per loop iteration, in a row, or in its
   // record, like any other; the pullback reads it with tensor.extract.
   SmallVector<std::pair<unsigned, unsigned>> ownRecords;
-  if (Value buffer = forward.getBranchTape()) {
+  if (Value buffer = forward.branchTape.getBuffer()) {
     auto position = llvm::find(reverse.tape, buffer);
     if (position != reverse.tape.end()) {
       unsigned index = position - reverse.tape.begin();
-      unsigned width = forward.getBranchTapeWidth();
-      auto alloc = buffer.getDefiningOp<memref::AllocOp>();
-      Location loc = alloc.getLoc();
-      Type f64 = Float64Type::get(callee.getContext());
-      OpBuilder b(alloc);
-      Value fixed =
-          memref::AllocOp::create(b, loc, MemRefType::get({width}, f64));
-      alloc.replaceAllUsesWith(
-          memref::CastOp::create(b, loc, alloc.getType(), fixed).getResult());
-      alloc.erase();
-      forward.eraseBranchTapeWidthIfUnused();
-      auto tensorType = RankedTensorType::get({width}, f64);
-      reverse.tape[index] = bufferization::ToTensorOp::create(
-          forward.getBuilder(), loc, tensorType, fixed, /*restrict=*/true,
-          /*writable=*/false);
-      BlockArgument argument = pullbackBody->getArgument(index);
-      argument.setType(tensorType);
-      for (Operation *user : llvm::make_early_inc_range(argument.getUsers())) {
-        auto load = cast<memref::LoadOp>(user);
-        OpBuilder reader(load);
-        load.replaceAllUsesWith(
-            tensor::ExtractOp::create(reader, load.getLoc(), argument,
-                                      load.getIndices())
-                .getResult());
-        load.erase();
-      }
-      ownRecords.push_back({index, width});
+      reverse.tape[index] = forward.branchTape.passAsTensor(
+          pullbackBody->getArgument(index), forward.getBuilder());
+      ownRecords.push_back({index, forward.branchTape.getWidth()});
     }
   }
   pullbackFunction.setType(FunctionType::get(
@@ -474,10 +450,10 @@ DerivativeGenerator::generateRecursive(func::FuncOp callee,
   // The recursive forward: this invocation fills row `row` of the tape.
   Block *forwardEntry = &recursiveForward.getBody().front();
   ForwardSweep forward(*this, activity, callee, forwardEntry);
-  forward.recursionKey = callee;
+  forward.beginRecursion(callee);
   forward.mapping.map(original.getArguments(),
                       forwardEntry->getArguments().take_front(numArgs));
-  GrowableTape &tape = forward.growableTape(callee);
+  GrowableTape &tape = forward.rows.tape(callee);
   Value row = forwardEntry->getArgument(numArgs + 1);
   OpBuilder &forwardBuilder = forward.getBuilder();
   tape.buffer =
@@ -506,7 +482,7 @@ DerivativeGenerator::generateRecursive(func::FuncOp callee,
                           "in the rows of a recursive function's tape");
     return discard();
   }
-  forward.finalizeGrowableTapes();
+  forward.finalizeTapes();
   addRecursionWidth(callee, tape.forwardWidth, tape.width);
   addRecursionWidth(callee, tape.pullbackWidth, tape.width);
 

@@ -20,7 +20,8 @@ public:
   ForwardSweep(DerivativeGenerator &generator,
                const ActivityAnalysis &activity, func::FuncOp function,
                Block *entry)
-      : Sweep(generator, activity, function, entry), entry(entry) {}
+      : Sweep(generator, activity, function, entry), entry(entry),
+        rows(entry), branchTape(entry, onDemandBranches) {}
 
   Value lookup(Value original) override { return mapping.lookup(original); }
   LogicalResult cloneOp(Operation *original) override {
@@ -56,7 +57,7 @@ public:
   getLoopEntryBuilder(Operation *op, SmallVectorImpl<Value> &values) override {
     for (Block *block = builder.getInsertionBlock(); block != entry;
          block = block->getParentOp()->getBlock()) {
-      if (rowScopes.count(block)) {
+      if (rows.coversBlock(block)) {
         generator.emitError(op, "cannot differentiate this loop yet: it is "
                                 "nested in a loop whose trip count is "
                                 "unknown at entry");
@@ -87,21 +88,9 @@ public:
 
   void beginLoop(Block *forwardBody, Value iteration,
                  Value tripCount) override {
-    ForwardLoopScope scope;
-    Location loc = iteration.getLoc();
     OpBuilder entryBuilder(entryOpAt(forwardBody));
-    const ForwardLoopScope *parent = enclosingScope(forwardBody);
-    if (parent) {
-      scope.capacity =
-          arith::MulIOp::create(entryBuilder, loc, parent->capacity, tripCount);
-      Value scaled =
-          arith::MulIOp::create(builder, loc, parent->linearIndex, tripCount);
-      scope.linearIndex = arith::AddIOp::create(builder, loc, scaled, iteration);
-    } else {
-      scope.capacity = tripCount;
-      scope.linearIndex = iteration;
-    }
-    loopScopes[forwardBody] = scope;
+    iterations.beginLoop(forwardBody, iteration, tripCount, entryBuilder,
+                         builder);
   }
 
   /// The growable tapes written inside `original` (or by itself), in
@@ -149,12 +138,12 @@ public:
     }
     // Every such call in this function fills one tape (see tapeKeyOf): the
     // recursions of all their callees get one row width.
-    GrowableTape &tape = growableTape(tapeKeyOf(originalCall));
-    if (tape.filledByRecursion) {
+    GrowableTape &tape = rows.tape(tapeKeyOf(originalCall));
+    if (tape.widthOfRecursion) {
       generator.shareRecursionTape(firstSharedCallee, callee);
       return;
     }
-    tape.filledByRecursion = true;
+    tape.widthOfRecursion = true;
     firstSharedCallee = callee;
     generator.addRecursionWidth(callee, tape.forwardWidth, 0);
   }
@@ -183,13 +172,13 @@ public:
   }
 
   /// When generating the recursive versions: the original function, whose
-  /// invocations each fill one row of the shared tape.
+  /// invocations each fill one row of the shared tape (see beginRecursion).
   Operation *recursionKey = nullptr;
 
   SmallVector<Value> getCarriedTapes(Operation *original) override {
     SmallVector<Value> values;
     for (Operation *user : growableTapeUsers(original)) {
-      GrowableTape &tape = growableTape(user);
+      GrowableTape &tape = rows.tape(user);
       if (!tape.buffer) {
         Location loc = user->getLoc();
         tape.buffer = createGrowableTape(builder, loc,
@@ -204,7 +193,7 @@ public:
 
   void setCarriedTapes(Operation *original, ValueRange values) override {
     for (auto [index, user] : llvm::enumerate(growableTapeUsers(original))) {
-      GrowableTape &tape = growableTape(user);
+      GrowableTape &tape = rows.tape(user);
       tape.buffer = values[2 * index];
       tape.nextRow = values[2 * index + 1];
       tape.bufferHistory.push_back(tape.buffer);
@@ -212,140 +201,40 @@ public:
   }
 
   Value getRowWidth(Operation *originalWhile) override {
-    return growableTape(tapeKeyOf(originalWhile)).forwardWidth->getResult(0);
+    return rows.tape(tapeKeyOf(originalWhile)).forwardWidth->getResult(0);
   }
 
   void beginRows(Block *forwardBlock, Operation *originalWhile, Value row,
                  Value tape) override {
-    rowScopes[forwardBlock] = {tapeKeyOf(originalWhile), row, tape};
+    rows.beginRows(forwardBlock, tapeKeyOf(originalWhile), row, tape);
   }
 
-  /// The growable tape of `originalLoop`, created empty on first use.
-  GrowableTape &growableTape(Operation *originalLoop) {
-    GrowableTape &tape = growableTapes[originalLoop];
-    if (!tape.forwardWidth) {
-      OpBuilder prologue = OpBuilder::atBlockBegin(entry);
-      tape.forwardWidth =
-          arith::ConstantIndexOp::create(prologue, originalLoop->getLoc(), 0);
-    }
-    return tape;
+  /// The storage that keeps `value` (a forward value, carried out of the
+  /// branch ops holding it) per iteration of its loop or per invocation of
+  /// a recursion, or null for a value defined once per invocation (one of
+  /// the entry block is passed to the pullback as is).
+  TapeStorage *iterationStorageOf(Value value) {
+    if (rows.covers(value))
+      return &rows;
+    if (iterations.covers(value))
+      return &iterations;
+    return nullptr;
   }
 
-  /// The row scope of forward block `block`, or null.
-  const ForwardRowScope *rowScopeOf(Block *block) const {
-    auto it = rowScopes.find(block);
-    return it == rowScopes.end() ? nullptr : &it->second;
+  /// Makes this the forward sweep of recursive function `key`'s invocations,
+  /// each of which fills one row of the recursion's tape.
+  void beginRecursion(Operation *key) {
+    recursionKey = key;
+    rows.tape(key).widthOfRecursion = true;
+    branchTape.disable();
   }
 
-  /// The slot of `value` in the rows of its growable tape, storing it there
-  /// in every iteration (once per value).
-  unsigned storeInRow(Value value, const ForwardRowScope &scope) {
-    GrowableTape &tape = growableTape(scope.originalLoop);
-    auto [it, inserted] = tape.slots.insert({value, tape.width});
-    if (!inserted)
-      return it->second;
-    tape.width += slotsFor(value.getType());
-    Location loc = value.getLoc();
-    OpBuilder b = builderAfterBoth(value, scope.buffer);
-    Operation *def = value.getDefiningOp();
-    Value buffer = scope.buffer;
-    for (Value candidate : tape.bufferHistory) {
-      Operation *candidateDef = candidate.getDefiningOp();
-      if (def && candidateDef && candidateDef->getBlock() == def->getBlock() &&
-          (candidateDef == def || candidateDef->isBeforeInBlock(def)))
-        buffer = candidate;
-    }
-    Value base = arith::MulIOp::create(b, loc, scope.row,
-                                       tape.forwardWidth->getResult(0));
-    Value slot = arith::ConstantIndexOp::create(b, loc, it->second);
-    Value index = arith::AddIOp::create(b, loc, base, slot);
-    if (auto tensorType = dyn_cast<RankedTensorType>(value.getType()))
-      bufferization::MaterializeInDestinationOp::create(
-          b, loc, /*result=*/Type(), encodeAsF64(b, loc, value),
-          rowSlots(b, loc, buffer, index, tensorType.getShape()),
-          b.getUnitAttr(), b.getUnitAttr());
-    else
-      memref::StoreOp::create(b, loc, encodeAsF64(b, loc, value), buffer,
-                              index);
-    return it->second;
-  }
-
-  /// Whether the adjoint reads `value` (a scalar of at most 64 bits, defined
-  /// in branch ops nested at least kBranchTapeDepth deep, with no loop
-  /// between them and the entry of a non-recursive function) from the
-  /// branch tape instead of through results carried out of every level.
-  bool storesInBranchTape(Value value) const {
-    if (recursionKey || !isa<OpResult>(value) ||
-        isa<RankedTensorType>(value.getType()) || slotsFor(value.getType()) != 1)
-      return false;
-    unsigned depth = 0;
-    for (Block *block = value.getParentBlock(); block != entry;
-         block = block->getParentOp()->getBlock()) {
-      if (!onDemandBranches.contains(block->getParentOp()))
-        return false;
-      ++depth;
-    }
-    return depth >= kBranchTapeDepth;
-  }
-
-  /// The slot of `value` in the branch tape, storing it there right after
-  /// its definition (once per value).
-  unsigned storeInBranchTape(Value value) {
-    auto [it, inserted] =
-        branchTape.slots.insert({value, branchTape.slots.size()});
-    if (!inserted)
-      return it->second;
-    Location loc = value.getLoc();
-    if (!branchTape.buffer) {
-      OpBuilder prologue = OpBuilder::atBlockBegin(entry);
-      branchTape.width = arith::ConstantIndexOp::create(prologue, loc, 0);
-      branchTape.buffer = memref::AllocOp::create(
-          prologue, loc,
-          MemRefType::get({ShapedType::kDynamic}, prologue.getF64Type()),
-          branchTape.width->getResult(0));
-    }
-    OpBuilder b(value.getContext());
-    b.setInsertionPointAfterValue(value);
-    memref::StoreOp::create(
-        b, loc, encodeAsF64(b, loc, value), branchTape.buffer,
-        ValueRange{arith::ConstantIndexOp::create(b, loc, it->second)});
-    return it->second;
-  }
-
-  /// The branch tape (a buffer of f64 slots allocated at entry), once a
-  /// value has been stored in it, and its number of slots.
-  Value getBranchTape() const { return branchTape.buffer; }
-  unsigned getBranchTapeWidth() const { return branchTape.slots.size(); }
-  /// Erases the placeholder of the branch tape's width once the buffer is
-  /// allocated with a static size.
-  void eraseBranchTapeWidthIfUnused() {
-    if (branchTape.width && branchTape.width->use_empty()) {
-      branchTape.width->erase();
-      branchTape.width = nullptr;
-    }
-  }
-
-  /// Sets every row width now that all slots are known.
-  void finalizeGrowableTapes() {
-    if (branchTape.width)
-      branchTape.width->setAttr(
-          "value", IntegerAttr::get(IndexType::get(entry->getParentOp()->getContext()),
-                                    branchTape.slots.size()));
-    for (auto &[loop, tape] : growableTapes) {
-      if (loop == recursionKey || tape.filledByRecursion)
-        continue; // Rows of a recursion; the generator sets the width.
-      auto width = IntegerAttr::get(IndexType::get(loop->getContext()),
-                                    tape.width);
-      for (Operation *placeholder : {tape.forwardWidth, tape.pullbackWidth})
-        if (placeholder)
-          placeholder->setAttr("value", width);
-    }
-  }
-
-  /// The loop scope whose body is `block`, or null outside loops.
-  const ForwardLoopScope *scopeOf(Block *block) const {
-    auto it = loopScopes.find(block);
-    return it == loopScopes.end() ? nullptr : &it->second;
+  /// Sets the sizes of every tape now that all values are stored.
+  void finalizeTapes() {
+    for (TapeStorage *storage : {(TapeStorage *)&iterations,
+                                 (TapeStorage *)&rows,
+                                 (TapeStorage *)&branchTape})
+      storage->finalize();
   }
 
   /// Where `value` (a forward value) can be read from outside the branch
@@ -467,46 +356,6 @@ public:
     branch->erase();
   }
 
-  /// A buffer of `scope.capacity` elements, filled with `value` at each
-  /// iteration of the loop nest (created once per value).
-  Value storePerIteration(Value value, const ForwardLoopScope &scope) {
-    if (Value buffer = perIterationBuffers.lookup(value))
-      return buffer;
-    Location loc = value.getLoc();
-    // Right after the capacity: the op that contained the loop when it was
-    // emitted may have been replaced since (a branch op is rebuilt once its
-    // results are known).
-    OpBuilder entryBuilder(value.getContext());
-    Operation *&previous = lastBufferOf[scope.capacity];
-    if (previous)
-      entryBuilder.setInsertionPointAfter(previous);
-    else
-      entryBuilder.setInsertionPointAfterValue(scope.capacity);
-    // A scalar per iteration, or a statically shaped tensor per iteration
-    // (the buffer has one leading dimension more).
-    auto tensorType = dyn_cast<RankedTensorType>(value.getType());
-    SmallVector<int64_t> shape = {ShapedType::kDynamic};
-    if (tensorType)
-      llvm::append_range(shape, tensorType.getShape());
-    auto type = MemRefType::get(
-        shape, tensorType ? tensorType.getElementType() : value.getType());
-    auto buffer =
-        memref::AllocOp::create(entryBuilder, loc, type, scope.capacity);
-    previous = buffer;
-    // Store once both the value and the iteration's index exist.
-    OpBuilder storeBuilder = builderAfterBoth(value, scope.linearIndex);
-    if (tensorType)
-      bufferization::MaterializeInDestinationOp::create(
-          storeBuilder, loc, /*result=*/Type(), value,
-          iterationSlice(storeBuilder, loc, buffer, scope.linearIndex),
-          storeBuilder.getUnitAttr(), storeBuilder.getUnitAttr());
-    else
-      memref::StoreOp::create(storeBuilder, loc, value, buffer,
-                              scope.linearIndex);
-    perIterationBuffers[value] = buffer;
-    return buffer;
-  }
-
   Block *getEntry() const { return entry; }
   /// The original block whose ops were emitted into forward block `block`.
   Block *originalBlockOf(Block *block) const { return originalOf.lookup(block); }
@@ -575,15 +424,6 @@ private:
     return entry->findAncestorOpInBlock(*block->getParentOp());
   }
 
-  /// The nearest loop scope strictly enclosing `block`.
-  const ForwardLoopScope *enclosingScope(Block *block) const {
-    for (Operation *op = block->getParentOp(); op && op->getBlock() != entry;
-         op = op->getParentOp())
-      if (const ForwardLoopScope *scope = scopeOf(op->getBlock()))
-        return scope;
-    return nullptr;
-  }
-
   Block *entry;
   DenseMap<Block *, Block *> originalOf;
   DenseMap<Value, Value> escapes;
@@ -592,19 +432,12 @@ private:
   llvm::MapVector<Operation *, SmallVector<EscapeRequest>> escapeRequests;
   /// Ops the memory-write check has looked at.
   llvm::DenseSet<Operation *> memoryChecked;
-  DenseMap<Block *, ForwardLoopScope> loopScopes;
-  DenseMap<Value, Value> perIterationBuffers;
-  /// Per capacity: the last buffer allocated with it (buffers follow it in
-  /// the order they are requested).
-  DenseMap<Value, Operation *> lastBufferOf;
-  DenseMap<Block *, ForwardRowScope> rowScopes;
-  llvm::MapVector<Operation *, GrowableTape> growableTapes;
-  /// Scalars of deeply nested branches (see storesInBranchTape).
-  struct {
-    Value buffer;
-    Operation *width = nullptr;
-    llvm::MapVector<Value, unsigned> slots;
-  } branchTape;
+
+public:
+  /// The tape storage strategies (see TapeStorage.h).
+  IterationBuffers iterations;
+  TapeRows rows;
+  BranchTape branchTape;
 };
 
 } // namespace mlir::ad::sweeps

@@ -16,9 +16,8 @@ namespace mlir::ad::sweeps {
 /// One iteration of a reverse loop being emitted.
 struct ReverseLoopScope {
   Block *originalBody = nullptr;
-  /// The loop whose growable tape rows this scope reads, or null for a loop
-  /// with a per-iteration buffer.
-  Operation *growableLoop = nullptr;
+  /// The position of the iteration (or invocation) being reversed among
+  /// those its tape storage keeps.
   Value linearIndex;
   /// Per-iteration values already loaded in this iteration.
   DenseMap<Value, Value> loaded;
@@ -38,8 +37,7 @@ public:
 
   Value getRecursionTape() override { return recursionTape; }
   Value getGrowableTape(Operation *original) override {
-    return tapeEntryValue(
-        forward.growableTape(forward.tapeKeyOf(original)).buffer);
+    return tapeEntryValue(forward.rows.tape(forward.tapeKeyOf(original)).buffer);
   }
   bool inRecursion() override { return recursionTape != nullptr; }
   bool usesSharedTape(func::CallOp call) override {
@@ -131,7 +129,6 @@ public:
     }
     ReverseLoopScope scope;
     scope.originalBody = originalBlock;
-    scope.growableLoop = originalWhile;
     scope.linearIndex = row;
     loops.push_back(std::move(scope));
   }
@@ -180,95 +177,38 @@ public:
 
 private:
   /// Makes forward value `value` available at the builder's position:
-  /// rebuilds constants, tapes values of the entry block (once), loads
-  /// values of loop bodies from their per-iteration buffers.
+  /// rebuilds constants, passes values of the forward entry block as tape
+  /// arguments (once), and reads the others from the tape storage that
+  /// keeps them, in the iteration being reversed (once per iteration).
   Value materialize(Value value) {
     Operation *def = value.getDefiningOp();
     if (def && def->getNumOperands() == 0 && def->getNumRegions() == 0 &&
         def->hasTrait<OpTrait::ConstantLike>())
       return rebuildConstant(value);
-    if (forward.storesInBranchTape(value)) {
-      Location loc = value.getLoc();
-      unsigned slot = forward.storeInBranchTape(value);
-      Value buffer = tapeEntryValue(forward.getBranchTape());
-      Value loaded = memref::LoadOp::create(
-          builder, loc, buffer,
-          ValueRange{arith::ConstantIndexOp::create(builder, loc, slot)});
-      return decodeFromF64(builder, loc, loaded, value.getType());
-    }
+    auto pass = [&](Value forwardValue) { return tapeEntryValue(forwardValue); };
+    if (forward.branchTape.covers(value))
+      return forward.branchTape.storeAndRead(
+          value, TapeRead{builder, Value(), body, pass});
     value = forward.escape(value);
     Block *home = value.getParentBlock();
-    if (const ForwardRowScope *rows = forward.rowScopeOf(home))
-      return loadFromRow(value, *rows, forward.originalBlockOf(home));
-    if (home == forward.getEntry())
-      return tapeEntryValue(value);
-    const ForwardLoopScope *scope = forward.scopeOf(home);
-    auto tensorType = dyn_cast<RankedTensorType>(value.getType());
-    if (!scope || !(value.getType().isIntOrIndexOrFloat() ||
-                    (tensorType && tensorType.hasStaticShape())))
-      return failMaterialization(value);
+    TapeStorage *storage = forward.iterationStorageOf(value);
+    if (!storage)
+      return home == forward.getEntry() ? tapeEntryValue(value)
+                                        : failMaterialization(value);
     Block *originalHome = forward.originalBlockOf(home);
     for (ReverseLoopScope &loop : llvm::reverse(loops)) {
       if (loop.originalBody != originalHome)
         continue;
       if (Value loaded = loop.loaded.lookup(value))
         return loaded;
-      Value buffer = tapeEntryValue(forward.storePerIteration(value, *scope));
-      OpBuilder loadBuilder(value.getContext());
-      loadBuilder.setInsertionPointAfterValue(loop.linearIndex);
-      Value loaded =
-          tensorType
-              ? bufferization::ToTensorOp::create(
-                    loadBuilder, value.getLoc(), tensorType,
-                    iterationSlice(loadBuilder, value.getLoc(), buffer,
-                                   loop.linearIndex),
-                    /*restrict=*/true, /*writable=*/false)
-                    .getResult()
-              : memref::LoadOp::create(loadBuilder, value.getLoc(), buffer,
-                                       loop.linearIndex)
-                    .getResult();
-      loop.loaded[value] = loaded;
-      return loaded;
-    }
-    return failMaterialization(value);
-  }
-
-  /// Reads forward value `value`, stored in a row of a growable tape, in the
-  /// reverse iteration of `originalHome` being emitted.
-  Value loadFromRow(Value value, const ForwardRowScope &rows,
-                    Block *originalHome) {
-    if (!slotsFor(value.getType()))
-      return failMaterialization(value);
-    for (ReverseLoopScope &loop : llvm::reverse(loops)) {
-      if (loop.originalBody != originalHome)
-        continue;
-      if (Value loaded = loop.loaded.lookup(value))
-        return loaded;
-      unsigned slot = forward.storeInRow(value, rows);
-      GrowableTape &tape = forward.growableTape(rows.originalLoop);
-      Value buffer = tape.pullbackBuffer ? tape.pullbackBuffer
-                                         : tapeEntryValue(tape.buffer);
-      if (!tape.pullbackWidth) {
-        OpBuilder prologue = OpBuilder::atBlockBegin(body);
-        tape.pullbackWidth = arith::ConstantIndexOp::create(
-            prologue, rows.originalLoop->getLoc(), 0);
-      }
-      Location loc = value.getLoc();
-      OpBuilder b(value.getContext());
-      b.setInsertionPointAfterValue(loop.linearIndex);
-      Value base = arith::MulIOp::create(b, loc, loop.linearIndex,
-                                         tape.pullbackWidth->getResult(0));
-      Value index = arith::AddIOp::create(
-          b, loc, base, arith::ConstantIndexOp::create(b, loc, slot));
-      Value slotValue;
-      if (auto tensorType = dyn_cast<RankedTensorType>(value.getType()))
-        slotValue = bufferization::ToTensorOp::create(
-            b, loc, tensorType.clone(b.getF64Type()),
-            rowSlots(b, loc, buffer, index, tensorType.getShape()),
-            /*restrict=*/true, /*writable=*/false);
-      else
-        slotValue = memref::LoadOp::create(b, loc, buffer, index);
-      Value loaded = decodeFromF64(b, loc, slotValue, value.getType());
+      // Read right after the iteration's position is known, so that the
+      // whole reverse iteration can use it.
+      OpBuilder reader(value.getContext());
+      reader.setInsertionPointAfterValue(loop.linearIndex);
+      Value loaded = storage->storeAndRead(
+          value, TapeRead{reader, loop.linearIndex, body, pass});
+      if (!loaded)
+        return failMaterialization(value);
       loop.loaded[value] = loaded;
       return loaded;
     }

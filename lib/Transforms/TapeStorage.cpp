@@ -1,0 +1,373 @@
+//===- TapeStorage.cpp - where the forward function keeps values ----------===//
+//
+// The three tape storage strategies: per-iteration buffers, rows of growable
+// tapes and the branch tape (see TapeStorage.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "TapeStorage.h"
+
+#include "ad/IR/TapeUtils.h"
+#include "ad/Transforms/DerivativeGenerator.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+#include <numeric>
+
+using namespace mlir;
+using namespace mlir::ad;
+using namespace mlir::ad::sweeps;
+
+/// A builder right after both `value` and `anchor`, two values of one block
+/// where `anchor` is defined at the block's start (an iteration index, a
+/// tape): where a store of `value` can go.
+static OpBuilder builderAfterBoth(Value value, Value anchor) {
+  OpBuilder builder(value.getContext());
+  Operation *def = value.getDefiningOp();
+  Operation *anchorDef = anchor.getDefiningOp();
+  if (!def || (anchorDef && anchorDef->getBlock() == def->getBlock() &&
+               def->isBeforeInBlock(anchorDef)))
+    builder.setInsertionPointAfterValue(anchor);
+  else
+    builder.setInsertionPointAfter(def);
+  return builder;
+}
+
+/// How many f64 slots of a row a value of `type` takes: one for an index or
+/// a scalar of at most 64 bits (its bits, or its value extended to f64), one
+/// per element for a statically shaped tensor of such floats or of integers
+/// of at most 32 bits (exact in f64), none (it cannot be stored there)
+/// otherwise.
+static unsigned slotsFor(Type type) {
+  if (type.isIndex() ||
+      (type.isIntOrFloat() && type.getIntOrFloatBitWidth() <= 64))
+    return 1;
+  auto tensorType = dyn_cast<RankedTensorType>(type);
+  if (!tensorType || !tensorType.hasStaticShape())
+    return 0;
+  Type element = tensorType.getElementType();
+  if ((isa<FloatType>(element) && element.getIntOrFloatBitWidth() <= 64) ||
+      (element.isInteger() && element.getIntOrFloatBitWidth() <= 32))
+    return tensorType.getNumElements();
+  return 0;
+}
+
+/// The consecutive slots of growable tape `buffer` from `index` on, viewed
+/// with `shape` (a tensor stored in a row).
+static Value rowSlots(OpBuilder &b, Location loc, Value buffer, Value index,
+                      ArrayRef<int64_t> shape) {
+  int64_t count = ShapedType::getNumElements(shape);
+  Value flat = memref::SubViewOp::create(
+      b, loc, buffer, ArrayRef<OpFoldResult>{index},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(count)},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+  if (shape.size() == 1)
+    return flat;
+  if (shape.empty())
+    return memref::CollapseShapeOp::create(b, loc, flat,
+                                           ArrayRef<ReassociationIndices>{});
+  ReassociationIndices all(shape.size());
+  std::iota(all.begin(), all.end(), 0);
+  return memref::ExpandShapeOp::create(b, loc, shape, flat,
+                                       ArrayRef<ReassociationIndices>{all});
+}
+
+/// The slice of per-iteration buffer `buffer` (a leading iteration
+/// dimension, then a tensor's shape) that holds iteration `index`.
+static Value iterationSlice(OpBuilder &b, Location loc, Value buffer,
+                            Value index) {
+  auto type = cast<MemRefType>(buffer.getType());
+  ArrayRef<int64_t> shape = type.getShape().drop_front();
+  SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+  offsets[0] = index;
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1)};
+  for (int64_t size : shape)
+    sizes.push_back(b.getIndexAttr(size));
+  SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
+  MemRefType sliceType = memref::SubViewOp::inferRankReducedResultType(
+      shape, type, offsets, sizes, strides);
+  return memref::SubViewOp::create(b, loc, sliceType, buffer, offsets, sizes,
+                                   strides);
+}
+
+//===----------------------------------------------------------------------===//
+// IterationBuffers
+//===----------------------------------------------------------------------===//
+
+const IterationBuffers::Scope *
+IterationBuffers::enclosingScope(Block *block) const {
+  for (Operation *op = block->getParentOp(); op; op = op->getParentOp()) {
+    Block *outer = op->getBlock();
+    if (!outer)
+      return nullptr;
+    auto it = scopes.find(outer);
+    if (it != scopes.end())
+      return &it->second;
+  }
+  return nullptr;
+}
+
+void IterationBuffers::beginLoop(Block *forwardBody, Value iteration,
+                                 Value tripCount, OpBuilder &entryBuilder,
+                                 OpBuilder &bodyBuilder) {
+  Scope scope;
+  Location loc = iteration.getLoc();
+  if (const Scope *parent = enclosingScope(forwardBody)) {
+    scope.capacity =
+        arith::MulIOp::create(entryBuilder, loc, parent->capacity, tripCount);
+    Value scaled =
+        arith::MulIOp::create(bodyBuilder, loc, parent->linearIndex, tripCount);
+    scope.linearIndex =
+        arith::AddIOp::create(bodyBuilder, loc, scaled, iteration);
+  } else {
+    scope.capacity = tripCount;
+    scope.linearIndex = iteration;
+  }
+  scopes[forwardBody] = scope;
+}
+
+bool IterationBuffers::covers(Value value) const {
+  return scopes.contains(value.getParentBlock());
+}
+
+/// A buffer of `scope.capacity` elements, filled with `value` at each
+/// iteration of the loop nest (created once per value).
+Value IterationBuffers::bufferOf(Value value, const Scope &scope) {
+  if (Value buffer = buffers.lookup(value))
+    return buffer;
+  Location loc = value.getLoc();
+  // Right after the capacity: the op that contained the loop when it was
+  // emitted may have been replaced since (a branch op is rebuilt once its
+  // results are known).
+  OpBuilder entryBuilder(value.getContext());
+  Operation *&previous = lastBufferOf[scope.capacity];
+  if (previous)
+    entryBuilder.setInsertionPointAfter(previous);
+  else
+    entryBuilder.setInsertionPointAfterValue(scope.capacity);
+  // A scalar per iteration, or a statically shaped tensor per iteration
+  // (the buffer has one leading dimension more).
+  auto tensorType = dyn_cast<RankedTensorType>(value.getType());
+  SmallVector<int64_t> shape = {ShapedType::kDynamic};
+  if (tensorType)
+    llvm::append_range(shape, tensorType.getShape());
+  auto type = MemRefType::get(
+      shape, tensorType ? tensorType.getElementType() : value.getType());
+  auto buffer =
+      memref::AllocOp::create(entryBuilder, loc, type, scope.capacity);
+  previous = buffer;
+  // Store once both the value and the iteration's index exist.
+  OpBuilder storeBuilder = builderAfterBoth(value, scope.linearIndex);
+  if (tensorType)
+    bufferization::MaterializeInDestinationOp::create(
+        storeBuilder, loc, /*result=*/Type(), value,
+        iterationSlice(storeBuilder, loc, buffer, scope.linearIndex),
+        storeBuilder.getUnitAttr(), storeBuilder.getUnitAttr());
+  else
+    memref::StoreOp::create(storeBuilder, loc, value, buffer,
+                            scope.linearIndex);
+  buffers[value] = buffer;
+  return buffer;
+}
+
+Value IterationBuffers::storeAndRead(Value value, const TapeRead &read) {
+  auto tensorType = dyn_cast<RankedTensorType>(value.getType());
+  if (!value.getType().isIntOrIndexOrFloat() &&
+      !(tensorType && tensorType.hasStaticShape()))
+    return Value();
+  const Scope &scope = scopes.find(value.getParentBlock())->second;
+  Value buffer = read.pass(bufferOf(value, scope));
+  OpBuilder &b = read.builder;
+  Location loc = value.getLoc();
+  if (tensorType)
+    return bufferization::ToTensorOp::create(
+        b, loc, tensorType, iterationSlice(b, loc, buffer, read.position),
+        /*restrict=*/true, /*writable=*/false);
+  return memref::LoadOp::create(b, loc, buffer, read.position);
+}
+
+//===----------------------------------------------------------------------===//
+// TapeRows
+//===----------------------------------------------------------------------===//
+
+GrowableTape &TapeRows::tape(Operation *key) {
+  GrowableTape &tape = tapes[key];
+  if (!tape.forwardWidth) {
+    OpBuilder prologue = OpBuilder::atBlockBegin(forwardEntry);
+    tape.forwardWidth =
+        arith::ConstantIndexOp::create(prologue, key->getLoc(), 0);
+  }
+  return tape;
+}
+
+void TapeRows::beginRows(Block *forwardBlock, Operation *key, Value row,
+                         Value buffer) {
+  scopes[forwardBlock] = {key, row, buffer};
+}
+
+bool TapeRows::covers(Value value) const {
+  return coversBlock(value.getParentBlock());
+}
+
+/// The slot of `value` in the rows of its growable tape, storing it there
+/// in every iteration (once per value).
+unsigned TapeRows::store(Value value, const Scope &scope) {
+  GrowableTape &tape = this->tape(scope.key);
+  auto [it, inserted] = tape.slots.insert({value, tape.width});
+  if (!inserted)
+    return it->second;
+  tape.width += slotsFor(value.getType());
+  Location loc = value.getLoc();
+  OpBuilder b = builderAfterBoth(value, scope.buffer);
+  // The buffer current where the store goes.
+  Operation *def = value.getDefiningOp();
+  Value buffer = scope.buffer;
+  for (Value candidate : tape.bufferHistory) {
+    Operation *candidateDef = candidate.getDefiningOp();
+    if (def && candidateDef && candidateDef->getBlock() == def->getBlock() &&
+        (candidateDef == def || candidateDef->isBeforeInBlock(def)))
+      buffer = candidate;
+  }
+  Value base = arith::MulIOp::create(b, loc, scope.row,
+                                     tape.forwardWidth->getResult(0));
+  Value slot = arith::ConstantIndexOp::create(b, loc, it->second);
+  Value index = arith::AddIOp::create(b, loc, base, slot);
+  if (auto tensorType = dyn_cast<RankedTensorType>(value.getType()))
+    bufferization::MaterializeInDestinationOp::create(
+        b, loc, /*result=*/Type(), encodeAsF64(b, loc, value),
+        rowSlots(b, loc, buffer, index, tensorType.getShape()),
+        b.getUnitAttr(), b.getUnitAttr());
+  else
+    memref::StoreOp::create(b, loc, encodeAsF64(b, loc, value), buffer,
+                            index);
+  return it->second;
+}
+
+Value TapeRows::storeAndRead(Value value, const TapeRead &read) {
+  if (!slotsFor(value.getType()))
+    return Value();
+  const Scope &scope = scopes.find(value.getParentBlock())->second;
+  unsigned slot = store(value, scope);
+  GrowableTape &tape = this->tape(scope.key);
+  Value buffer =
+      tape.pullbackBuffer ? tape.pullbackBuffer : read.pass(tape.buffer);
+  if (!tape.pullbackWidth) {
+    OpBuilder prologue = OpBuilder::atBlockBegin(read.pullbackEntry);
+    tape.pullbackWidth =
+        arith::ConstantIndexOp::create(prologue, scope.key->getLoc(), 0);
+  }
+  Location loc = value.getLoc();
+  OpBuilder &b = read.builder;
+  Value base = arith::MulIOp::create(b, loc, read.position,
+                                     tape.pullbackWidth->getResult(0));
+  Value index = arith::AddIOp::create(
+      b, loc, base, arith::ConstantIndexOp::create(b, loc, slot));
+  Value slotValue;
+  if (auto tensorType = dyn_cast<RankedTensorType>(value.getType()))
+    slotValue = bufferization::ToTensorOp::create(
+        b, loc, tensorType.clone(b.getF64Type()),
+        rowSlots(b, loc, buffer, index, tensorType.getShape()),
+        /*restrict=*/true, /*writable=*/false);
+  else
+    slotValue = memref::LoadOp::create(b, loc, buffer, index);
+  return decodeFromF64(b, loc, slotValue, value.getType());
+}
+
+void TapeRows::finalize() {
+  for (auto &[key, tape] : tapes) {
+    if (tape.widthOfRecursion)
+      continue; // The generator sets the recursion's width.
+    auto width = IntegerAttr::get(IndexType::get(key->getContext()),
+                                  tape.width);
+    for (Operation *placeholder : {tape.forwardWidth, tape.pullbackWidth})
+      if (placeholder)
+        placeholder->setAttr("value", width);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// BranchTape
+//===----------------------------------------------------------------------===//
+
+bool BranchTape::covers(Value value) const {
+  if (!enabled || !isa<OpResult>(value) ||
+      isa<RankedTensorType>(value.getType()) || slotsFor(value.getType()) != 1)
+    return false;
+  unsigned depth = 0;
+  for (Block *block = value.getParentBlock(); block != forwardEntry;
+       block = block->getParentOp()->getBlock()) {
+    if (!branches.contains(block->getParentOp()))
+      return false;
+    ++depth;
+  }
+  return depth >= kBranchTapeDepth;
+}
+
+Value BranchTape::storeAndRead(Value value, const TapeRead &read) {
+  Location loc = value.getLoc();
+  auto [it, inserted] = slots.insert({value, slots.size()});
+  if (inserted) {
+    if (!buffer) {
+      OpBuilder prologue = OpBuilder::atBlockBegin(forwardEntry);
+      widthPlaceholder = arith::ConstantIndexOp::create(prologue, loc, 0);
+      buffer = memref::AllocOp::create(
+          prologue, loc,
+          MemRefType::get({ShapedType::kDynamic}, prologue.getF64Type()),
+          widthPlaceholder->getResult(0));
+    }
+    OpBuilder b(value.getContext());
+    b.setInsertionPointAfterValue(value);
+    memref::StoreOp::create(
+        b, loc, encodeAsF64(b, loc, value), buffer,
+        ValueRange{arith::ConstantIndexOp::create(b, loc, it->second)});
+  }
+  OpBuilder &b = read.builder;
+  Value loaded = memref::LoadOp::create(
+      b, loc, read.pass(buffer),
+      ValueRange{arith::ConstantIndexOp::create(b, loc, it->second)});
+  return decodeFromF64(b, loc, loaded, value.getType());
+}
+
+void BranchTape::finalize() {
+  if (widthPlaceholder)
+    widthPlaceholder->setAttr(
+        "value", IntegerAttr::get(IndexType::get(forwardEntry->getParentOp()
+                                                     ->getContext()),
+                                  slots.size()));
+}
+
+Value BranchTape::passAsTensor(BlockArgument argument,
+                               OpBuilder &forwardBuilder) {
+  unsigned width = slots.size();
+  auto alloc = buffer.getDefiningOp<memref::AllocOp>();
+  Location loc = alloc.getLoc();
+  Type f64 = Float64Type::get(alloc.getContext());
+  OpBuilder b(alloc);
+  Value fixed = memref::AllocOp::create(b, loc, MemRefType::get({width}, f64));
+  alloc.replaceAllUsesWith(
+      memref::CastOp::create(b, loc, alloc.getType(), fixed).getResult());
+  alloc.erase();
+  buffer = fixed;
+  if (widthPlaceholder && widthPlaceholder->use_empty()) {
+    widthPlaceholder->erase();
+    widthPlaceholder = nullptr;
+  }
+  auto tensorType = RankedTensorType::get({width}, f64);
+  Value tensor = bufferization::ToTensorOp::create(
+      forwardBuilder, loc, tensorType, fixed, /*restrict=*/true,
+      /*writable=*/false);
+  argument.setType(tensorType);
+  for (Operation *user : llvm::make_early_inc_range(argument.getUsers())) {
+    auto load = cast<memref::LoadOp>(user);
+    OpBuilder reader(load);
+    load.replaceAllUsesWith(tensor::ExtractOp::create(reader, load.getLoc(),
+                                                      argument,
+                                                      load.getIndices())
+                                .getResult());
+    load.erase();
+  }
+  return tensor;
+}
