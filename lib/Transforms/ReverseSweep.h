@@ -194,7 +194,7 @@ private:
     TapeStorage *storage = forward.iterationStorageOf(value);
     if (!storage)
       return home == forward.getEntry() ? tapeEntryValue(value)
-                                        : failMaterialization(value);
+                                        : failMaterialization(value, nullptr);
     Block *originalHome = forward.originalBlockOf(home);
     for (ReverseLoopScope &loop : llvm::reverse(loops)) {
       if (loop.originalBody != originalHome)
@@ -208,11 +208,11 @@ private:
       Value loaded = storage->storeAndRead(
           value, TapeRead{reader, loop.linearIndex, body, pass});
       if (!loaded)
-        return failMaterialization(value);
+        return failMaterialization(value, storage);
       loop.loaded[value] = loaded;
       return loaded;
     }
-    return failMaterialization(value);
+    return failMaterialization(value, nullptr);
   }
 
   Value rebuildConstant(Value value) {
@@ -235,15 +235,25 @@ private:
     return result;
   }
 
-  /// Reports a value the adjoint needs but cannot be kept yet, and returns a
-  /// placeholder so that the rule can finish.
-  Value failMaterialization(Value value) {
-    if (!materializeFailed)
-      generator.emitError(currentOp, "cannot keep a value of type ")
-          << value.getType()
-          << " for the adjoint of this op yet (only scalars and statically "
-             "shaped tensors of floats, of at most 64 bits, can be stored per "
-           "iteration)";
+  /// Reports a value the adjoint needs but `storage` (if known) cannot
+  /// keep, and returns a placeholder so that the rule can finish.
+  Value failMaterialization(Value value, const TapeStorage *storage) {
+    if (!materializeFailed) {
+      InFlightDiagnostic diagnostic =
+          generator.emitError(currentOp, "cannot keep a value of type ")
+          << value.getType() << " for the adjoint of this op yet";
+      if (storage)
+        diagnostic << " (" << storage->describeCapacity() << ")";
+      // A residual of a user-written rule: say which.
+      auto call = dyn_cast<func::CallOp>(currentOp);
+      func::FuncOp callee = call ? lookupCallee(call) : func::FuncOp();
+      if (CustomVjpOp rule =
+              callee ? generator.getCustomRules().getVjp(callee)
+                     : CustomVjpOp())
+        diagnostic.attachNote(rule.getLoc())
+            << "the value is a residual of " << rule.getForwardAttr()
+            << ", the forward function of this rule";
+    }
     materializeFailed = true;
     OpBuilder prologue = OpBuilder::atBlockBegin(body);
     return ub::PoisonOp::create(prologue, value.getLoc(), value.getType());

@@ -60,6 +60,8 @@ public:
   virtual Value storeAndRead(Value value, const TapeRead &read) = 0;
   /// Sets the sizes that are known only once every value is stored.
   virtual void finalize() = 0;
+  /// What this storage can keep, for diagnostics ("a ... holds ...").
+  virtual StringRef describeCapacity() const = 0;
 };
 
 /// Per-iteration buffers of scf.for nests.
@@ -75,6 +77,10 @@ public:
   bool covers(Value value) const override;
   Value storeAndRead(Value value, const TapeRead &read) override;
   void finalize() override {}
+  StringRef describeCapacity() const override {
+    return "a buffer per value of a loop nest holds scalars and statically "
+           "shaped tensors";
+  }
 
 private:
   struct Scope {
@@ -134,6 +140,11 @@ public:
   bool covers(Value value) const override;
   Value storeAndRead(Value value, const TapeRead &read) override;
   void finalize() override;
+  StringRef describeCapacity() const override {
+    return "a row of a while loop's or a recursion's tape has a fixed width "
+           "and holds scalars of at most 64 bits and statically shaped "
+           "tensors of such floats or of integers of at most 32 bits";
+  }
 
 private:
   struct Scope {
@@ -161,6 +172,9 @@ public:
   bool covers(Value value) const override;
   Value storeAndRead(Value value, const TapeRead &read) override;
   void finalize() override;
+  StringRef describeCapacity() const override {
+    return "the branch tape holds scalars of at most 64 bits";
+  }
 
   /// The buffer (allocated at entry), once a value has been stored in it.
   Value getBuffer() const { return buffer; }

@@ -200,7 +200,7 @@ func.func @tensor_in_while(%t: tensor<?xf64>) -> tensor<?xf64> {
     scf.condition(%go) %v, %s : tensor<?xf64>, f64
   } do {
   ^bb0(%v: tensor<?xf64>, %s: f64):
-    // expected-error @+1 {{cannot keep a value of type 'tensor<?xf64>' for the adjoint of this op yet (only scalars and statically shaped tensors of floats, of at most 64 bits, can be stored per iteration)}}
+    // expected-error @+1 {{cannot keep a value of type 'tensor<?xf64>' for the adjoint of this op yet (a row of a while loop's or a recursion's tape has a fixed width and holds scalars of at most 64 bits and statically shaped tensors of such floats or of integers of at most 32 bits)}}
     %w = math.sin %v : tensor<?xf64>
     %two = arith.constant 2.0 : f64
     %s2 = arith.mulf %s, %two : f64
@@ -718,4 +718,32 @@ func.func @caller(%x: f64, %t: f64) -> f64 {
   // expected-note @+1 {{while differentiating this call of @bits_to_ruled}}
   %y, %ty = ad.jvp @bits_to_ruled(%x) tangents(%t) : (f64) -> (f64, f64)
   return %ty : f64
+}
+
+// -----
+
+// A user-written rule's residual of dynamic shape, kept per iteration of a
+// loop: the error names the rule.
+func.func private @f(%x: tensor<?xf64>) -> tensor<?xf64>
+func.func private @f_fwd(%x: tensor<?xf64>) -> (tensor<?xf64>, tensor<?xf64>)
+func.func private @f_pb(%r: tensor<?xf64>, %dy: tensor<?xf64>) -> tensor<?xf64>
+// expected-note @+1 {{the value is a residual of @f_fwd, the forward function of this rule}}
+ad.custom_vjp @f forward @f_fwd pullback @f_pb
+
+func.func @rule_in_loop(%t: tensor<?xf64>, %n: index) -> tensor<?xf64> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%v = %t) -> (tensor<?xf64>) {
+    // expected-error @+1 {{cannot keep a value of type 'tensor<?xf64>' for the adjoint of this op yet (a buffer per value of a loop nest holds scalars and statically shaped tensors)}}
+    %w = func.call @f(%v) : (tensor<?xf64>) -> tensor<?xf64>
+    scf.yield %w : tensor<?xf64>
+  }
+  return %r : tensor<?xf64>
+}
+
+func.func @caller(%t: tensor<?xf64>, %n: index, %dy: tensor<?xf64>) -> tensor<?xf64> {
+  // expected-note @+1 {{while differentiating this call of @rule_in_loop}}
+  %y, %pb = ad.forward @rule_in_loop(%t, %n) : (tensor<?xf64>, index) -> (tensor<?xf64>, !ad.pullback<(tensor<?xf64>) -> tensor<?xf64>>)
+  %g = ad.pullback %pb(%dy) : !ad.pullback<(tensor<?xf64>) -> tensor<?xf64>>
+  return %g : tensor<?xf64>
 }
