@@ -1,0 +1,207 @@
+"""MLIR-AD as a GradBench tool: ``python3 -m mlir_ad.gradbench``.
+
+Speaks GradBench's protocol (one JSON object per line on stdin/stdout):
+
+- ``start``    -> ``{"id", "tool": "mlir-ad"}``
+- ``define``   -> success for the evals implemented here (compiles the eval's
+  MLIR module; the compilation time goes in a "compile" timing)
+- ``evaluate`` -> parses the input into numpy arrays, runs the compiled
+  function at least ``min_runs`` times and until ``min_seconds`` have
+  passed, and answers the output with one "evaluate" timing per run (JSON
+  work and compilation excluded)
+- anything else (``analysis``) -> ``{"id"}``
+
+Each eval is an MLIR module under bench/gradbench (shipped in this package
+as ``gradbench_evals/``), plain func/scf/arith/math/tensor/linalg with the
+derivative requested by ``ad`` ops; this file only moves data in and out.
+Modules are compiled once per eval (their shapes are dynamic) and cached.
+"""
+
+import json
+import math
+import os
+import sys
+import time
+
+import numpy as np
+
+import mlir_ad
+
+EVALS_DIR = os.environ.get(
+    "MLIR_AD_GRADBENCH_EVALS",
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "gradbench_evals"))
+
+
+def _floats(value):
+    return np.ascontiguousarray(np.asarray(value, dtype=np.float64))
+
+
+def _scalar(value):
+    return float(value)
+
+
+def _list(array):
+    return np.asarray(array, dtype=np.float64).tolist()
+
+
+# --- per-eval data in and out ------------------------------------------------
+
+def _hello_input(x):
+    return (float(x),)
+
+
+def _lse_input(data):
+    return (_floats(data["x"]),)
+
+
+def _llsq_input(data):
+    return (_floats(data["x"]), int(data["n"]))
+
+
+def _gmm_constant(d, k, m, gamma):
+    """The part of the log-posterior that depends on none of the parameters
+    (GradBench's gmm: the normalization of the data term and K times the
+    Wishart prior's normalization C)."""
+    n_prime = d + m + 1
+    log_gamma_d = 0.25 * d * (d - 1) * math.log(math.pi) + sum(
+        math.lgamma(0.5 * n_prime - 0.5 * j) for j in range(d))
+    c = n_prime * d * (math.log(gamma) - 0.5 * math.log(2.0)) - log_gamma_d
+    return k * c
+
+
+def _gmm_input(data):
+    d, k = int(data["d"]), int(data["k"])
+    m, gamma = int(data["m"]), float(data["gamma"])
+    x = _floats(data["x"]).reshape(-1, d)
+    l = _floats(data["l"]).reshape(k, d * (d - 1) // 2)
+    return (_floats(data["alpha"]), _floats(data["mu"]).reshape(k, d),
+            _floats(data["q"]).reshape(k, d), l, x, float(gamma), float(m),
+            _gmm_constant(d, k, m, gamma))
+
+
+def _gmm_jacobian(output):
+    alpha, mu, q, l = output
+    return {"alpha": _list(alpha), "mu": _list(mu), "q": _list(q),
+            "l": _list(l)}
+
+
+# eval -> (MLIR file, {function: (MLIR function, input, output)})
+EVALS = {
+    "hello": ("hello.mlir", {
+        "square": ("square", _hello_input, _scalar),
+        "double": ("double", _hello_input, _scalar),
+    }),
+    "lse": ("lse.mlir", {
+        "primal": ("primal", _lse_input, _scalar),
+        "gradient": ("gradient", _lse_input, _list),
+    }),
+    "llsq": ("llsq.mlir", {
+        "primal": ("primal", _llsq_input, _scalar),
+        "gradient": ("gradient", _llsq_input, _list),
+    }),
+    "gmm": ("gmm.mlir", {
+        "objective": ("objective", _gmm_input, _scalar),
+        "jacobian": ("jacobian", _gmm_input, _gmm_jacobian),
+    }),
+}
+
+_modules = {}
+
+
+def load(eval_name):
+    """The compiled module of an eval (cached) and its compile time in ns."""
+    if eval_name not in _modules:
+        start = time.perf_counter_ns()
+        module = mlir_ad.compile(os.path.join(EVALS_DIR, EVALS[eval_name][0]))
+        # Compile every entry now, so that no run pays for it.
+        for function, _, _ in EVALS[eval_name][1].values():
+            module[function]._call = module._entry("call", function, ())
+        _modules[eval_name] = (module, time.perf_counter_ns() - start)
+    return _modules[eval_name]
+
+
+def evaluate(eval_name, function, data):
+    """(output, timings) of one evaluate message's function on its input."""
+    module, _ = load(eval_name)
+    name, read, write = EVALS[eval_name][1][function]
+    fun = module[name]
+    args = read(data)
+    min_runs, min_seconds = 1, 0.0
+    if isinstance(data, dict):
+        min_runs = int(data.get("min_runs", 1))
+        min_seconds = float(data.get("min_seconds", 0.0))
+    timings = []
+    elapsed = 0
+    result = None
+    while len(timings) < min_runs or elapsed < min_seconds * 1e9:
+        start = time.perf_counter_ns()
+        result = fun(*args)
+        duration = time.perf_counter_ns() - start
+        timings.append({"name": "evaluate", "nanoseconds": duration})
+        elapsed += duration
+    output = write(result)
+    return output, timings
+
+
+def _finite(value):
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list):
+        return all(_finite(v) for v in value)
+    if isinstance(value, dict):
+        return all(_finite(v) for v in value.values())
+    return True
+
+
+def respond(message):
+    """The answer to one message of the protocol."""
+    response = {"id": message["id"]}
+    kind = message.get("kind")
+    if kind == "start":
+        response["tool"] = "mlir-ad"
+    elif kind == "define":
+        module = message.get("module")
+        if module not in EVALS:
+            response["success"] = False
+            response["error"] = (f"mlir-ad does not implement the {module} "
+                                 "eval yet")
+        else:
+            try:
+                _, compile_ns = load(module)
+                response["success"] = True
+                response["timings"] = [{"name": "compile",
+                                        "nanoseconds": compile_ns}]
+            except Exception as error:  # a broken eval file: say so
+                response["success"] = False
+                response["error"] = f"{type(error).__name__}: {error}"
+    elif kind == "evaluate":
+        module, function = message.get("module"), message.get("function")
+        if module not in EVALS or function not in EVALS[module][1]:
+            response["success"] = False
+            response["error"] = f"unknown function {module}::{function}"
+        else:
+            try:
+                output, timings = evaluate(module, function,
+                                           message.get("input"))
+                if not _finite(output):
+                    raise ValueError("the output holds NaN or infinity")
+                response.update(success=True, output=output, timings=timings)
+            except Exception as error:
+                response["success"] = False
+                response["error"] = f"{type(error).__name__}: {error}"
+    return response
+
+
+def main(stdin=sys.stdin, stdout=sys.stdout):
+    for line in stdin:
+        if not line.strip():
+            continue
+        stdout.write(json.dumps(respond(json.loads(line))) + "\n")
+        stdout.flush()
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except (BrokenPipeError, KeyboardInterrupt):
+        pass

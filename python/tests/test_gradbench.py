@@ -1,0 +1,280 @@
+"""The GradBench tool (python -m mlir_ad.gradbench) and its evals
+(bench/gradbench/*.mlir), offline: each eval's derivative against central
+differences of its own primal, its primal against a small numpy
+implementation written here, and the protocol end to end, played the way
+the eval's side plays it (../shared/GRADBENCH.md)."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from mlir_ad import gradbench
+
+
+def _rel_error(got, want):
+    got = np.asarray(got, np.float64)
+    want = np.asarray(want, np.float64)
+    return float(np.max(np.abs(got - want)) / max(1.0, np.max(np.abs(want))))
+
+
+def _central_differences(f, args, position, eps=1e-6):
+    """d f / d args[position], one element at a time."""
+    base = np.array(args[position], dtype=np.float64)
+    out = np.zeros_like(base)
+    for index in np.ndindex(base.shape):
+        plus, minus = base.copy(), base.copy()
+        plus[index] += eps
+        minus[index] -= eps
+        a = list(args)
+        a[position] = plus
+        b = list(args)
+        b[position] = minus
+        out[index] = (f(*a) - f(*b)) / (2 * eps)
+    return out
+
+
+def _call(eval_name, function, data):
+    output, timings = gradbench.evaluate(eval_name, function, data)
+    assert timings and all(t["name"] == "evaluate" and t["nanoseconds"] >= 0
+                           for t in timings)
+    return output
+
+
+# --- inputs as the evals generate them (small sizes) --------------------------
+
+def _lse_data(n, seed=31337):
+    return {"x": np.random.default_rng(seed).uniform(0, 1, n).tolist()}
+
+
+def _llsq_data(n, m, seed=31337):
+    return {"x": np.random.default_rng(seed).uniform(0, 1, m).tolist(), "n": n}
+
+
+def _gmm_data(d, k, n, m=0, gamma=1.0, seed=31337):
+    rng = np.random.default_rng(seed)
+    return {"d": d, "k": k, "n": n, "m": m, "gamma": gamma,
+            "alpha": rng.standard_normal(k).tolist(),
+            "mu": rng.uniform(0, 1, (k, d)).tolist(),
+            "q": rng.standard_normal((k, d)).tolist(),
+            "l": rng.standard_normal((k, d * (d - 1) // 2)).tolist(),
+            "x": rng.standard_normal((n, d)).tolist()}
+
+
+# --- independent numpy implementations --------------------------------------
+
+def _lse_numpy(x):
+    x = np.asarray(x)
+    return float(np.log(np.sum(np.exp(x - x.max()))) + x.max())
+
+
+def _llsq_numpy(x, n):
+    x = np.asarray(x)
+    t = -1 + 2 * np.arange(n) / (n - 1)
+    powers = t[:, None] ** np.arange(len(x))[None, :]
+    return 0.5 * float(np.sum((np.sign(t) - powers @ x) ** 2))
+
+
+def _gmm_numpy(data):
+    d, k, n = data["d"], data["k"], data["n"]
+    m, gamma = data["m"], data["gamma"]
+    alpha = np.asarray(data["alpha"])
+    mu, q = np.asarray(data["mu"]), np.asarray(data["q"])
+    l, x = np.asarray(data["l"]), np.asarray(data["x"])
+    total = 0.0
+    qs = []
+    for kk in range(k):
+        big_q = np.diag(np.exp(q[kk]))
+        index = 0
+        for i in range(d):
+            for j in range(i + 1, d):
+                big_q[j, i] = l[kk, index]
+                index += 1
+        qs.append(big_q)
+    for i in range(n):
+        beta = np.array([alpha[kk] + q[kk].sum()
+                         - 0.5 * np.sum((qs[kk] @ (x[i] - mu[kk])) ** 2)
+                         for kk in range(k)])
+        total += _lse_numpy(beta)
+    n_prime = d + m + 1
+    log_gamma_d = 0.25 * d * (d - 1) * math.log(math.pi) + sum(
+        math.lgamma(0.5 * n_prime + 0.5 * (1 - j)) for j in range(1, d + 1))
+    c = n_prime * d * (math.log(gamma) - 0.5 * math.log(2)) - log_gamma_d
+    prior = sum(-0.5 * gamma ** 2 * (np.sum(np.exp(q[kk]) ** 2)
+                                     + np.sum(l[kk] ** 2))
+                + m * q[kk].sum() for kk in range(k)) + k * c
+    return (-n * d * 0.5 * math.log(2 * math.pi) + total - n * _lse_numpy(alpha)
+            + prior)
+
+
+# --- the evals ---------------------------------------------------------------
+
+def test_hello():
+    assert _call("hello", "square", 3.0) == 9.0
+    assert _call("hello", "double", 3.0) == 6.0
+    assert _call("hello", "double", -1.5) == -3.0
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 2500])
+def test_lse(n):
+    data = _lse_data(n)
+    primal = _call("lse", "primal", data)
+    assert abs(primal - _lse_numpy(data["x"])) <= 1e-12 * max(1, abs(primal))
+    gradient = _call("lse", "gradient", data)
+    assert len(gradient) == n
+    module, _ = gradbench.load("lse")
+    x = np.asarray(data["x"])
+    if n <= 7:
+        fd = _central_differences(module.primal, [x], 0)
+        assert _rel_error(gradient, fd) <= 1e-6
+    softmax = np.exp(x - x.max()) / np.sum(np.exp(x - x.max()))
+    assert _rel_error(gradient, softmax) <= 1e-12
+
+
+def test_lse_large_values_do_not_overflow():
+    data = {"x": [1000.0, 1001.0, 999.5]}
+    assert abs(_call("lse", "primal", data) - _lse_numpy(data["x"])) < 1e-12
+    assert all(math.isfinite(v) for v in _call("lse", "gradient", data))
+
+
+@pytest.mark.parametrize("n, m", [(16, 1), (16, 8), (33, 5), (64, 128)])
+def test_llsq(n, m):
+    data = _llsq_data(n, m)
+    primal = _call("llsq", "primal", data)
+    want = _llsq_numpy(data["x"], n)
+    assert abs(primal - want) <= 1e-9 * max(1, abs(want))
+    gradient = _call("llsq", "gradient", data)
+    assert len(gradient) == m
+    module, _ = gradbench.load("llsq")
+    fd = _central_differences(lambda x: module.primal(x, n),
+                              [np.asarray(data["x"])], 0)
+    assert _rel_error(gradient, fd) <= 1e-6
+
+
+@pytest.mark.parametrize("d, k, n, m, gamma",
+                         [(2, 5, 10, 0, 1.0), (3, 2, 6, 2, 0.7),
+                          (5, 3, 4, 1, 1.3), (1, 1, 3, 0, 1.0)])
+def test_gmm(d, k, n, m, gamma):
+    data = _gmm_data(d, k, n, m, gamma)
+    objective = _call("gmm", "objective", data)
+    want = _gmm_numpy(data)
+    assert abs(objective - want) <= 1e-10 * max(1, abs(want))
+    jacobian = _call("gmm", "jacobian", data)
+    assert set(jacobian) == {"alpha", "mu", "q", "l"}
+    assert np.shape(jacobian["alpha"]) == (k,)
+    assert np.shape(jacobian["mu"]) == (k, d)
+    assert np.shape(jacobian["q"]) == (k, d)
+    assert len(jacobian["l"]) == k and all(
+        len(row) == d * (d - 1) // 2 for row in jacobian["l"])
+    module, _ = gradbench.load("gmm")
+    args = list(gradbench._gmm_input(data))
+    for position, key in enumerate(["alpha", "mu", "q", "l"]):
+        if np.size(args[position]) == 0:
+            continue
+        fd = _central_differences(module.objective, args, position)
+        assert _rel_error(jacobian[key], fd) <= 1e-6, key
+
+
+# --- the protocol -------------------------------------------------------------
+
+def _run_tool(messages):
+    """Plays the eval's side: sends each message, reads one answer each."""
+    env = dict(os.environ)
+    process = subprocess.run(
+        [sys.executable, "-m", "mlir_ad.gradbench"],
+        input="".join(json.dumps(m) + "\n" for m in messages),
+        capture_output=True, text=True, env=env, timeout=600)
+    assert process.returncode == 0, process.stderr
+    answers = [json.loads(line) for line in process.stdout.splitlines()]
+    assert [a["id"] for a in answers] == [m["id"] for m in messages]
+    return answers
+
+
+def _runs(data, min_runs=3, min_seconds=0.0):
+    return dict(data, min_runs=min_runs, min_seconds=min_seconds)
+
+
+def test_protocol_hello():
+    messages = [{"id": 0, "kind": "start", "eval": "hello"},
+                {"id": 1, "kind": "define", "module": "hello"}]
+    x, next_id = 1.0, 2
+    for _ in range(4):
+        for function in ("square", "double"):
+            messages.append({"id": next_id, "kind": "evaluate",
+                             "module": "hello", "function": function,
+                             "input": x, "description": None})
+            messages.append({"id": next_id + 1, "kind": "analysis",
+                             "of": next_id, "valid": True})
+            next_id += 2
+            x = x * x if function == "square" else 2 * x
+    answers = _run_tool(messages)
+    assert answers[0] == {"id": 0, "tool": "mlir-ad"}
+    assert answers[1]["success"] is True
+    outputs = [a["output"] for a in answers[2:] if "output" in a]
+    assert outputs == [1.0, 2.0, 4.0, 8.0, 64.0, 128.0, 16384.0, 32768.0]
+    for answer in answers[2::2]:
+        assert answer["success"] is True
+        assert [t["name"] for t in answer["timings"]] == ["evaluate"]
+    for answer in answers[3::2]:
+        assert answer == {"id": answer["id"]}
+
+
+@pytest.mark.parametrize("eval_name, functions, data", [
+    ("lse", ("primal", "gradient"), _lse_data(100)),
+    ("llsq", ("primal", "gradient"), _llsq_data(16, 8)),
+    ("gmm", ("objective", "jacobian"), _gmm_data(2, 3, 5)),
+])
+def test_protocol_eval(eval_name, functions, data):
+    config = {"min_runs": 3, "min_seconds": 0.0}
+    messages = [{"id": 0, "kind": "start", "eval": eval_name,
+                 "config": config},
+                {"id": 1, "kind": "define", "module": eval_name}]
+    next_id = 2
+    for function in functions:
+        messages.append({"id": next_id, "kind": "evaluate",
+                         "module": eval_name, "function": function,
+                         "input": _runs(data), "description": "small"})
+        messages.append({"id": next_id + 1, "kind": "analysis",
+                         "of": next_id, "valid": True, "error": None})
+        next_id += 2
+    answers = _run_tool(messages)
+    assert answers[1]["success"] is True
+    assert [t["name"] for t in answers[1]["timings"]] == ["compile"]
+    primal, derivative = answers[2], answers[4]
+    for answer in (primal, derivative):
+        assert answer["success"] is True, answer
+        assert len(answer["timings"]) >= 3
+        assert all(t["name"] == "evaluate" and isinstance(t["nanoseconds"], int)
+                   for t in answer["timings"])
+    assert isinstance(primal["output"], float)
+    want, _ = gradbench.evaluate(eval_name, functions[1], data)
+    assert derivative["output"] == want
+
+
+def test_protocol_min_seconds_and_unknown_evals():
+    messages = [{"id": 0, "kind": "start", "eval": "lse"},
+                {"id": 1, "kind": "define", "module": "lse"},
+                {"id": 2, "kind": "evaluate", "module": "lse",
+                 "function": "primal",
+                 "input": _runs(_lse_data(50), min_runs=1, min_seconds=0.05)},
+                {"id": 3, "kind": "evaluate", "module": "lse",
+                 "function": "hessian", "input": _runs(_lse_data(5))},
+                {"id": 4, "kind": "define", "module": "not-an-eval"}]
+    answers = _run_tool(messages)
+    timings = answers[2]["timings"]
+    assert sum(t["nanoseconds"] for t in timings) >= 0.05e9
+    assert answers[3]["success"] is False and "lse::hessian" in answers[3]["error"]
+    assert answers[4]["success"] is False
+    assert "not-an-eval" in answers[4]["error"]
+
+
+def test_non_finite_output_is_a_failure():
+    answer = gradbench.respond({"id": 7, "kind": "evaluate", "module": "lse",
+                                "function": "primal",
+                                "input": {"x": [float("inf"), 1.0]}})
+    assert answer["success"] is False
+    assert "NaN or infinity" in answer["error"]
