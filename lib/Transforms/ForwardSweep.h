@@ -22,6 +22,9 @@ public:
                Block *entry)
       : Sweep(generator, activity, function, entry), entry(entry),
         rows(entry), branchTape(entry, onDemandBranches) {}
+  // The branch tape refers to this sweep's set of branch ops.
+  ForwardSweep(const ForwardSweep &) = delete;
+  ForwardSweep &operator=(const ForwardSweep &) = delete;
 
   Value lookup(Value original) override { return mapping.lookup(original); }
   LogicalResult cloneOp(Operation *original) override {
@@ -171,9 +174,6 @@ public:
     return callee && generator.inSameRecursion(function, callee);
   }
 
-  /// When generating the recursive versions: the original function, whose
-  /// invocations each fill one row of the shared tape (see beginRecursion).
-  Operation *recursionKey = nullptr;
 
   SmallVector<Value> getCarriedTapes(Operation *original) override {
     SmallVector<Value> values;
@@ -425,6 +425,9 @@ private:
   }
 
   Block *entry;
+  /// When generating the recursive versions: the original function, whose
+  /// invocations each fill one row of the shared tape (see beginRecursion).
+  Operation *recursionKey = nullptr;
   DenseMap<Block *, Block *> originalOf;
   DenseMap<Value, Value> escapes;
   /// Branch ops that carry out what the adjoint reads, and what it reads.

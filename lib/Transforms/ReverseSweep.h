@@ -53,8 +53,10 @@ public:
   }
   SmallVector<Value> getResiduals(Operation *original) override {
     SmallVector<Value> values;
+    residualsOf = original;
     for (Value residual : forward.residuals.lookup(original))
       values.push_back(materialize(residual));
+    residualsOf = nullptr;
     return values;
   }
   Value getCotangent(Value originalResult) override {
@@ -82,10 +84,13 @@ public:
     for (Operation &op : llvm::reverse(original.without_terminator())) {
       if (!activity.isActive(&op) || !hasCotangent(&op))
         continue;
-      currentOp = &op;
+      // Restored after: a region op's rule reads values once its body's
+      // ops are reversed, and errors then belong to the region op.
+      Operation *enclosingOp = std::exchange(currentOp, &op);
       if (failed(cast<ReverseRuleOpInterface>(op).emitReverse(*this)) ||
           materializeFailed)
         return failure();
+      currentOp = enclosingOp;
     }
     return success();
   }
@@ -244,8 +249,12 @@ private:
           << value.getType() << " for the adjoint of this op yet";
       if (storage)
         diagnostic << " (" << storage->describeCapacity() << ")";
+      else
+        diagnostic << " (it cannot be carried out of the region that "
+                      "defines it: branch ops carry out scalars, ranked "
+                      "tensors and buffers with the identity layout)";
       // A residual of a user-written rule: say which.
-      auto call = dyn_cast<func::CallOp>(currentOp);
+      auto call = dyn_cast_if_present<func::CallOp>(residualsOf);
       func::FuncOp callee = call ? lookupCallee(call) : func::FuncOp();
       if (CustomVjpOp rule =
               callee ? generator.getCustomRules().getVjp(callee)
@@ -266,6 +275,8 @@ private:
   DenseMap<Value, Value> primalOverrides;
   SmallVector<ReverseLoopScope> loops;
   Operation *currentOp = nullptr;
+  /// The op whose residuals are being read, or null.
+  Operation *residualsOf = nullptr;
   bool materializeFailed = false;
 };
 

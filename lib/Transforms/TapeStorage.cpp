@@ -178,8 +178,9 @@ Value IterationBuffers::storeAndRead(Value value, const TapeRead &read) {
   if (!value.getType().isIntOrIndexOrFloat() &&
       !(tensorType && tensorType.hasStaticShape()))
     return Value();
-  const Scope &scope = scopes.find(value.getParentBlock())->second;
-  Value buffer = read.pass(bufferOf(value, scope));
+  auto scope = scopes.find(value.getParentBlock());
+  assert(scope != scopes.end() && "storing a value the storage covers");
+  Value buffer = read.pass(bufferOf(value, scope->second));
   OpBuilder &b = read.builder;
   Location loc = value.getLoc();
   if (tensorType)
@@ -249,7 +250,9 @@ unsigned TapeRows::store(Value value, const Scope &scope) {
 Value TapeRows::storeAndRead(Value value, const TapeRead &read) {
   if (!slotsFor(value.getType()))
     return Value();
-  const Scope &scope = scopes.find(value.getParentBlock())->second;
+  auto it = scopes.find(value.getParentBlock());
+  assert(it != scopes.end() && "storing a value the storage covers");
+  const Scope &scope = it->second;
   unsigned slot = store(value, scope);
   GrowableTape &tape = this->tape(scope.key);
   Value buffer =
@@ -307,6 +310,7 @@ bool BranchTape::covers(Value value) const {
 }
 
 Value BranchTape::storeAndRead(Value value, const TapeRead &read) {
+  assert(covers(value) && "storing a value the storage covers");
   Location loc = value.getLoc();
   auto [it, inserted] = slots.insert({value, slots.size()});
   if (inserted) {

@@ -53,10 +53,13 @@ struct TapeRead {
 class TapeStorage {
 public:
   virtual ~TapeStorage() = default;
-  /// Whether this storage keeps `value`, a value of the forward function.
+  /// Whether this storage keeps `value`, a value of the forward function
+  /// (the branch tape takes it where it is defined; the others once it is
+  /// carried out of the branch ops holding it, see ForwardSweep::escape).
   virtual bool covers(Value value) const = 0;
-  /// Stores `value` in the forward function (once per value) and reads it
-  /// at `read`; null when a value of its type cannot be stored here.
+  /// Stores `value`, which this storage covers, in the forward function
+  /// (once per value) and reads it at `read`; null when a value of its type
+  /// cannot be stored here.
   virtual Value storeAndRead(Value value, const TapeRead &read) = 0;
   /// Sets the sizes that are known only once every value is stored.
   virtual void finalize() = 0;
@@ -78,8 +81,8 @@ public:
   Value storeAndRead(Value value, const TapeRead &read) override;
   void finalize() override {}
   StringRef describeCapacity() const override {
-    return "a buffer per value of a loop nest holds scalars and statically "
-           "shaped tensors";
+    return "a buffer per value of a loop nest holds integer, index and float "
+           "scalars and statically shaped tensors";
   }
 
 private:
@@ -158,7 +161,8 @@ private:
   DenseMap<Block *, Scope> scopes;
 };
 
-/// Scalars of branch ops nested at least kBranchTapeDepth deep.
+/// Scalars of branch ops nested at least kBranchTapeDepth deep (any value
+/// it covers can be stored).
 class BranchTape final : public TapeStorage {
 public:
   /// `branches` are the branch ops that carry out what the adjoint reads;

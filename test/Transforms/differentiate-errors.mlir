@@ -734,7 +734,7 @@ func.func @rule_in_loop(%t: tensor<?xf64>, %n: index) -> tensor<?xf64> {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %r = scf.for %i = %c0 to %n step %c1 iter_args(%v = %t) -> (tensor<?xf64>) {
-    // expected-error @+1 {{cannot keep a value of type 'tensor<?xf64>' for the adjoint of this op yet (a buffer per value of a loop nest holds scalars and statically shaped tensors)}}
+    // expected-error @+1 {{cannot keep a value of type 'tensor<?xf64>' for the adjoint of this op yet (a buffer per value of a loop nest holds integer, index and float scalars and statically shaped tensors)}}
     %w = func.call @f(%v) : (tensor<?xf64>) -> tensor<?xf64>
     scf.yield %w : tensor<?xf64>
   }
@@ -746,4 +746,57 @@ func.func @caller(%t: tensor<?xf64>, %n: index, %dy: tensor<?xf64>) -> tensor<?x
   %y, %pb = ad.forward @rule_in_loop(%t, %n) : (tensor<?xf64>, index) -> (tensor<?xf64>, !ad.pullback<(tensor<?xf64>) -> tensor<?xf64>>)
   %g = ad.pullback %pb(%dy) : !ad.pullback<(tensor<?xf64>) -> tensor<?xf64>>
   return %g : tensor<?xf64>
+}
+
+// -----
+
+// A call's unused result of dynamic shape is not a residual of its rule:
+// no note names the rule.
+func.func private @f(%x: f64) -> (f64, tensor<?xf64>)
+func.func private @f_fwd(%x: f64) -> (f64, tensor<?xf64>, f64)
+func.func private @f_pb(%r: f64, %dy: f64, %dt: tensor<?xf64>) -> f64
+ad.custom_vjp @f forward @f_fwd pullback @f_pb
+
+func.func @unused_result(%x: f64, %n: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%s = %x) -> (f64) {
+    // expected-error @+1 {{cannot keep a value of type 'tensor<?xf64>' for the adjoint of this op yet}}
+    %y, %t = func.call @f(%s) : (f64) -> (f64, tensor<?xf64>)
+    scf.yield %y : f64
+  }
+  return %r : f64
+}
+
+func.func @caller(%x: f64, %n: index) -> f64 {
+  // expected-note @+1 {{while differentiating this call of @unused_result}}
+  %g = ad.grad @unused_result(%x, %n) : (f64, index) -> f64
+  return %g : f64
+}
+
+// -----
+
+// An error found once a loop's body is reversed belongs to the loop, not to
+// the last op of the body reversed.
+func.func private @g(%x: f64) -> f64
+func.func private @g_fwd(%x: f64) -> (f64, f64)
+func.func private @g_pb(%r: f64, %dy: f64) -> f64
+ad.custom_vjp @g forward @g_fwd pullback @g_pb
+
+func.func @iter_arg(%x: f64, %t: tensor<?xf64>, %n: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  // expected-error @+1 {{cannot keep a value of type 'tensor<?xf64>' for the adjoint of this op yet}}
+  %r:2 = scf.for %i = %c0 to %n step %c1 iter_args(%s = %x, %v = %t) -> (f64, tensor<?xf64>) {
+    %y = func.call @g(%s) : (f64) -> f64
+    %w = math.sin %t : tensor<?xf64>
+    scf.yield %y, %w : f64, tensor<?xf64>
+  }
+  return %r#0 : f64
+}
+
+func.func @caller(%x: f64, %t: tensor<?xf64>, %n: index) -> f64 {
+  // expected-note @+1 {{while differentiating this call of @iter_arg}}
+  %g = ad.grad @iter_arg(%x, %t, %n) {wrt = array<i64: 0>} : (f64, tensor<?xf64>, index) -> f64
+  return %g : f64
 }
