@@ -231,10 +231,9 @@ public:
 
   /// Sets the sizes of every tape now that all values are stored.
   void finalizeTapes() {
-    for (TapeStorage *storage : {(TapeStorage *)&iterations,
-                                 (TapeStorage *)&rows,
-                                 (TapeStorage *)&branchTape})
-      storage->finalize();
+    iterations.finalize();
+    rows.finalize();
+    branchTape.finalize();
   }
 
   /// Where `value` (a forward value) can be read from outside the branch
