@@ -89,8 +89,22 @@ struct CallRule
     auto forwardCall = func::CallOp::create(
         emitter.getBuilder(), call.getLoc(), functions->forward, operands);
     emitter.mapResults(call, forwardCall.getResults().take_front(numResults));
-    emitter.setResiduals(call,
-                         forwardCall.getResults().drop_front(numResults));
+    // A residual that is one of the callee's own arguments is the call's
+    // operand: the caller keeps that (often an argument of its own, or
+    // invariant in its loops) rather than the result.
+    SmallVector<Value> residuals(forwardCall.getResults().drop_front(numResults));
+    Region &body = functions->forward.getBody();
+    auto returnOp = body.hasOneBlock() && !body.front().empty()
+                        ? dyn_cast<func::ReturnOp>(body.front().back())
+                        : func::ReturnOp();
+    if (returnOp && returnOp.getNumOperands() == forwardCall.getNumResults())
+      for (auto [residual, returned] : llvm::zip(
+               residuals, returnOp.getOperands().drop_front(numResults))) {
+        auto argument = dyn_cast<BlockArgument>(returned);
+        if (argument && argument.getOwner() == &body.front())
+          residual = operands[argument.getArgNumber()];
+      }
+    emitter.setResiduals(call, residuals);
     return success();
   }
 

@@ -9,6 +9,11 @@
 #include "ad/IR/ADDialect.h"
 #include "ad/Rules/ElementwiseRule.h"
 
+#include "mlir/Dialect/Affine/IR/ValueBoundsOpInterfaceImpl.h"
+#include "mlir/Dialect/Arith/IR/ValueBoundsOpInterfaceImpl.h"
+#include "mlir/Dialect/Linalg/IR/ValueBoundsOpInterfaceImpl.h"
+#include "mlir/Dialect/SCF/IR/ValueBoundsOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/IR/ValueBoundsOpInterfaceImpl.h"
 #include "mlir/IR/DialectRegistry.h"
 
 void mlir::ad::registerReverseRules(DialectRegistry &registry) {
@@ -27,4 +32,12 @@ void mlir::ad::registerReverseRules(DialectRegistry &registry) {
   registerSCFTangentRules(registry);
   registerLinalgTangentRules(registry);
   registerMemRefTangentRules(registry);
+  // The derivative generator proves that a tensor kept per loop iteration
+  // has the same sizes in every iteration with upstream's value bounds,
+  // which need these ops' models.
+  affine::registerValueBoundsOpInterfaceExternalModels(registry);
+  arith::registerValueBoundsOpInterfaceExternalModels(registry);
+  linalg::registerValueBoundsOpInterfaceExternalModels(registry);
+  scf::registerValueBoundsOpInterfaceExternalModels(registry);
+  tensor::registerValueBoundsOpInterfaceExternalModels(registry);
 }

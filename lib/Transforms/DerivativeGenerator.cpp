@@ -107,6 +107,51 @@ func::FuncOp DerivativeGenerator::lookupFunction(SymbolRefAttr symbol) {
   return ad::lookupFunction(symbolTable, symbol);
 }
 
+/// Replaces each tensor of `tape` that the pullback (body `pullbackBody`,
+/// whose first arguments are the tape) reads only for its sizes, as the
+/// shape of a cotangent, by those sizes, built in the forward function at
+/// `forwardBuilder`: a caller or a loop then keeps a scalar per size
+/// instead of the tensor.
+static void passSizesOnly(SmallVectorImpl<Value> &tape, Block *pullbackBody,
+                          OpBuilder &forwardBuilder) {
+  unsigned numTensors = tape.size();
+  llvm::BitVector replaced(numTensors);
+  for (unsigned i = 0; i < numTensors; ++i) {
+    BlockArgument argument = pullbackBody->getArgument(i);
+    if (!isa<RankedTensorType>(argument.getType()) || argument.use_empty() ||
+        !llvm::all_of(argument.getUsers(), [](Operation *user) {
+          auto dim = dyn_cast<tensor::DimOp>(user);
+          return dim && dim.getConstantIndex();
+        }))
+      continue;
+    DenseMap<int64_t, Value> sizes;
+    for (Operation *user : llvm::make_early_inc_range(argument.getUsers())) {
+      auto dim = cast<tensor::DimOp>(user);
+      int64_t position = *dim.getConstantIndex();
+      Value &size = sizes[position];
+      if (!size) {
+        tape.push_back(tensor::DimOp::create(forwardBuilder, dim.getLoc(),
+                                             tape[i], position));
+        size = pullbackBody->insertArgument(tape.size() - 1,
+                                            forwardBuilder.getIndexType(),
+                                            dim.getLoc());
+      }
+      dim.replaceAllUsesWith(size);
+      dim.erase();
+    }
+    replaced.set(i);
+  }
+  if (replaced.none())
+    return;
+  SmallVector<Value> kept;
+  for (auto [i, value] : llvm::enumerate(tape))
+    if (i >= numTensors || !replaced.test(i))
+      kept.push_back(value);
+  replaced.resize(pullbackBody->getNumArguments());
+  pullbackBody->eraseArguments(replaced);
+  tape.assign(kept);
+}
+
 /// Erases `buffer` when it is a buffer the forward function allocates and
 /// only writes (a per-iteration tape the simplified pullback no longer
 /// reads), together with the writes.
@@ -299,6 +344,7 @@ DerivativeGenerator::generate(func::FuncOp callee,
       if (!stillRead.contains(value))
         eraseWriteOnlyBuffer(value);
   }
+  passSizesOnly(reverse.tape, pullbackBody, forward.getBuilder());
   // The branch tape leaves the forward function as a tensor of static
   // shape, which a caller can keep per loop iteration, in a row, or in its
   // record, like any other; the pullback reads it with tensor.extract.

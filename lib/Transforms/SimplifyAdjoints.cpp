@@ -15,6 +15,8 @@
 // - MergeSiblings: generics over the same loops (the adjoints of one op's
 //   several inputs) become one, which reads shared inputs and recomputes
 //   the primal body once.
+// - SizeOfKeptTensor: the size of a tensor read back from a buffer is the
+//   size of the slice read, so a value kept only for its shape is not kept.
 // - upstream's removal of unused generic operands, so that primal values
 //   the adjoint does not read are neither kept alive nor taped.
 //
@@ -27,7 +29,10 @@
 
 #include "ad/Transforms/Passes.h"
 
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -469,6 +474,41 @@ struct MergeSiblings : OpRewritePattern<linalg::GenericOp> {
   }
 };
 
+/// The size of a tensor the pullback reads back from a buffer (the
+/// `to_tensor` of a subview: a per-iteration buffer's element, a tape row's
+/// slots) is the subview's size. A tensor read only for its shape, as the
+/// shape of a cotangent, then is not read at all, and the forward function
+/// stops keeping it.
+struct SizeOfKeptTensor : OpRewritePattern<tensor::DimOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(tensor::DimOp dim,
+                                PatternRewriter &rewriter) const override {
+    std::optional<int64_t> position = dim.getConstantIndex();
+    auto toTensor = dim.getSource().getDefiningOp<bufferization::ToTensorOp>();
+    if (!position || !toTensor)
+      return failure();
+    auto subview = toTensor.getBuffer().getDefiningOp<memref::SubViewOp>();
+    if (!subview)
+      return failure();
+    llvm::SmallBitVector dropped = subview.getDroppedDims();
+    SmallVector<OpFoldResult> sizes = subview.getMixedSizes();
+    int64_t kept = -1;
+    for (auto [i, size] : llvm::enumerate(sizes)) {
+      if (dropped.test(i) || ++kept != *position)
+        continue;
+      rewriter.replaceOp(dim, getValueOrCreateConstantIndexOp(
+                                  rewriter, dim.getLoc(), size));
+      if (toTensor->use_empty())
+        rewriter.eraseOp(toTensor);
+      if (subview->use_empty())
+        rewriter.eraseOp(subview);
+      return success();
+    }
+    return failure();
+  }
+};
+
 struct ADSimplifyAdjointsPass
     : mlir::ad::impl::ADSimplifyAdjointsPassBase<ADSimplifyAdjointsPass> {
   void runOnOperation() override {
@@ -480,7 +520,8 @@ struct ADSimplifyAdjointsPass
 
 void mlir::ad::populateAdjointSimplificationPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<ScatterIntoSum, SumIntoZeros>(patterns.getContext());
+  patterns.add<ScatterIntoSum, SumIntoZeros, SizeOfKeptTensor>(
+      patterns.getContext());
   linalg::populateEraseUnusedOperandsAndResultsPatterns(patterns);
 }
 

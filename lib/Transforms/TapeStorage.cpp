@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "TapeStorage.h"
+#include "InvariantSizes.h"
 
 #include "ad/IR/TapeUtils.h"
 #include "ad/Transforms/DerivativeGenerator.h"
@@ -76,21 +77,25 @@ static Value rowSlots(OpBuilder &b, Location loc, Value buffer, Value index,
 }
 
 /// The slice of per-iteration buffer `buffer` (a leading iteration
-/// dimension, then a tensor's shape) that holds iteration `index`.
+/// dimension, then a tensor's shape, whose dynamic sizes are `sizes`) that
+/// holds iteration `index`.
 static Value iterationSlice(OpBuilder &b, Location loc, Value buffer,
-                            Value index) {
+                            Value index, ValueRange sizes) {
   auto type = cast<MemRefType>(buffer.getType());
   ArrayRef<int64_t> shape = type.getShape().drop_front();
   SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
   offsets[0] = index;
-  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1)};
+  SmallVector<OpFoldResult> sliceSizes = {b.getIndexAttr(1)};
+  auto dynamicSize = sizes.begin();
   for (int64_t size : shape)
-    sizes.push_back(b.getIndexAttr(size));
+    sliceSizes.push_back(ShapedType::isDynamic(size)
+                             ? OpFoldResult(*dynamicSize++)
+                             : OpFoldResult(b.getIndexAttr(size)));
   SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
   MemRefType sliceType = memref::SubViewOp::inferRankReducedResultType(
-      shape, type, offsets, sizes, strides);
-  return memref::SubViewOp::create(b, loc, sliceType, buffer, offsets, sizes,
-                                   strides);
+      shape, type, offsets, sliceSizes, strides);
+  return memref::SubViewOp::create(b, loc, sliceType, buffer, offsets,
+                                   sliceSizes, strides);
 }
 
 //===----------------------------------------------------------------------===//
@@ -133,61 +138,102 @@ bool IterationBuffers::covers(Value value) const {
   return scopes.contains(value.getParentBlock());
 }
 
-/// A buffer of `scope.capacity` elements, filled with `value` at each
-/// iteration of the loop nest (created once per value).
-Value IterationBuffers::bufferOf(Value value, const Scope &scope) {
-  if (Value buffer = buffers.lookup(value))
-    return buffer;
-  Location loc = value.getLoc();
-  // Right after the capacity: the op that contained the loop when it was
-  // emitted may have been replaced since (a branch op is rebuilt once its
-  // results are known).
-  OpBuilder entryBuilder(value.getContext());
-  Operation *&previous = lastBufferOf[scope.capacity];
-  if (previous)
-    entryBuilder.setInsertionPointAfter(previous);
+/// A builder in the entry block before the nest of `scope`, right after its
+/// capacity and the buffers allocated with it: the op that contained the
+/// loop when it was emitted may have been replaced since (a branch op is
+/// rebuilt once its results are known).
+OpBuilder IterationBuffers::beforeNest(const Scope &scope) {
+  OpBuilder builder(scope.capacity.getContext());
+  if (Operation *previous = lastBufferOf.lookup(scope.capacity))
+    builder.setInsertionPointAfter(previous);
   else
-    entryBuilder.setInsertionPointAfterValue(scope.capacity);
-  // A scalar per iteration, or a statically shaped tensor per iteration
-  // (the buffer has one leading dimension more).
+    builder.setInsertionPointAfterValue(scope.capacity);
+  return builder;
+}
+
+/// A buffer of `scope.capacity` elements, filled with `value` at each
+/// iteration of the loop nest (created once per value); null when `value`
+/// is a tensor with a size not known before the nest.
+const IterationBuffers::Buffer *IterationBuffers::bufferOf(Value value,
+                                                           const Scope &scope) {
+  auto found = buffers.find(value);
+  if (found != buffers.end())
+    return &found->second;
+  Location loc = value.getLoc();
+  OpBuilder entryBuilder = beforeNest(scope);
+  Operation *&previous = lastBufferOf[scope.capacity];
+  // A scalar per iteration, or a tensor per iteration (the buffer has one
+  // leading dimension more, and the tensor's dynamic sizes, the same in
+  // every iteration, are computed before the nest).
   auto tensorType = dyn_cast<RankedTensorType>(value.getType());
+  Buffer buffer;
   SmallVector<int64_t> shape = {ShapedType::kDynamic};
-  if (tensorType)
+  if (tensorType) {
     llvm::append_range(shape, tensorType.getShape());
+    FailureOr<SmallVector<Value>> sizes =
+        InvariantSizes(entryBuilder).dynamicSizes(value);
+    if (failed(sizes))
+      return nullptr;
+    buffer.sizes = std::move(*sizes);
+  }
   auto type = MemRefType::get(
       shape, tensorType ? tensorType.getElementType() : value.getType());
-  auto buffer =
-      memref::AllocOp::create(entryBuilder, loc, type, scope.capacity);
-  previous = buffer;
+  SmallVector<Value> allocSizes = {scope.capacity};
+  llvm::append_range(allocSizes, buffer.sizes);
+  auto alloc = memref::AllocOp::create(entryBuilder, loc, type, allocSizes);
+  previous = alloc;
+  buffer.memref = alloc;
   // Store once both the value and the iteration's index exist.
   OpBuilder storeBuilder = builderAfterBoth(value, scope.linearIndex);
   if (tensorType)
     bufferization::MaterializeInDestinationOp::create(
         storeBuilder, loc, /*result=*/Type(), value,
-        iterationSlice(storeBuilder, loc, buffer, scope.linearIndex),
+        iterationSlice(storeBuilder, loc, alloc, scope.linearIndex,
+                       buffer.sizes),
         storeBuilder.getUnitAttr(), storeBuilder.getUnitAttr());
   else
-    memref::StoreOp::create(storeBuilder, loc, value, buffer,
+    memref::StoreOp::create(storeBuilder, loc, value, alloc,
                             scope.linearIndex);
-  buffers[value] = buffer;
-  return buffer;
+  return &(buffers[value] = std::move(buffer));
 }
 
 Value IterationBuffers::storeAndRead(Value value, const TapeRead &read) {
   auto tensorType = dyn_cast<RankedTensorType>(value.getType());
-  if (!value.getType().isIntOrIndexOrFloat() &&
-      !(tensorType && tensorType.hasStaticShape()))
+  if (!value.getType().isIntOrIndexOrFloat() && !tensorType)
     return Value();
   auto scope = scopes.find(value.getParentBlock());
   assert(scope != scopes.end() && "storing a value the storage covers");
-  Value buffer = read.pass(bufferOf(value, scope->second));
+  // An index the same in every iteration (a size, often) is computed before
+  // the nest instead.
+  if (value.getType().isIndex()) {
+    auto [invariant, inserted] = invariants.try_emplace(value);
+    if (inserted) {
+      OpBuilder entryBuilder = beforeNest(scope->second);
+      FailureOr<Value> computed =
+          InvariantSizes(entryBuilder).invariantIndex(value);
+      if (succeeded(computed))
+        invariant->second = *computed;
+    }
+    if (invariant->second)
+      return read.pass(invariant->second);
+  }
+  const Buffer *buffer = bufferOf(value, scope->second);
+  if (!buffer)
+    return Value();
+  Value memref = read.pass(buffer->memref);
   OpBuilder &b = read.builder;
   Location loc = value.getLoc();
-  if (tensorType)
+  if (tensorType) {
+    SmallVector<Value> sizes =
+        llvm::map_to_vector(buffer->sizes, [&](Value size) {
+          return read.pass(size);
+        });
     return bufferization::ToTensorOp::create(
-        b, loc, tensorType, iterationSlice(b, loc, buffer, read.position),
+        b, loc, tensorType,
+        iterationSlice(b, loc, memref, read.position, sizes),
         /*restrict=*/true, /*writable=*/false);
-  return memref::LoadOp::create(b, loc, buffer, read.position);
+  }
+  return memref::LoadOp::create(b, loc, memref, read.position);
 }
 
 //===----------------------------------------------------------------------===//

@@ -9,7 +9,8 @@
 //
 //  - IterationBuffers: loop nests whose trip count is known at entry
 //    (scf.for): one buffer per value, an element per iteration of the nest,
-//    allocated before the outermost loop.
+//    allocated before the outermost loop (a tensor's dynamic sizes must be
+//    the same in every iteration: see InvariantSizes.h).
 //  - TapeRows: loops whose trip count is not (scf.while, loops holding one)
 //    and recursive functions: rows of f64 slots in a growable tape, one row
 //    per iteration or invocation, the buffer doubled when full. The row
@@ -82,7 +83,8 @@ public:
   void finalize() override {}
   StringRef describeCapacity() const override {
     return "a buffer per value of a loop nest holds integer, index and float "
-           "scalars and statically shaped tensors";
+           "scalars and tensors whose sizes are the same in every iteration "
+           "and known before the nest";
   }
 
 private:
@@ -94,11 +96,21 @@ private:
     /// entry block before the op that contains the loop.
     Value capacity;
   };
+  struct Buffer {
+    Value memref;
+    /// The dynamic sizes of a tensor stored per iteration, defined before
+    /// the nest.
+    SmallVector<Value> sizes;
+  };
   const Scope *enclosingScope(Block *block) const;
-  Value bufferOf(Value value, const Scope &scope);
+  OpBuilder beforeNest(const Scope &scope);
+  const Buffer *bufferOf(Value value, const Scope &scope);
 
   DenseMap<Block *, Scope> scopes;
-  DenseMap<Value, Value> buffers;
+  DenseMap<Value, Buffer> buffers;
+  /// Index values the same in every iteration, computed before the nest
+  /// (null when they are not).
+  DenseMap<Value, Value> invariants;
   /// Per capacity: the last buffer allocated with it (buffers follow it in
   /// the order they are requested).
   DenseMap<Value, Operation *> lastBufferOf;

@@ -58,6 +58,10 @@ def _llsq_input(data):
     return (_floats(data["x"]), int(data["n"]))
 
 
+def _ode_input(data):
+    return (_floats(data["x"]), int(data["s"]))
+
+
 def _gmm_constant(d, k, m, gamma):
     """The part of the log-posterior that depends on none of the parameters
     (GradBench's gmm: the normalization of the data term and K times the
@@ -98,6 +102,10 @@ EVALS = {
     "llsq": ("llsq.mlir", {
         "primal": ("primal", _llsq_input, _scalar),
         "gradient": ("gradient", _llsq_input, _list),
+    }),
+    "ode": ("ode.mlir", {
+        "primal": ("primal", _ode_input, _list),
+        "gradient": ("gradient", _ode_input, _list),
     }),
     "gmm": ("gmm.mlir", {
         "objective": ("objective", _gmm_input, _scalar),

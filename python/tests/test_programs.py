@@ -330,3 +330,179 @@ def test_embedding_cross_entropy(rng, tok, target):
     gemb[tok] = w @ dlogits
     assert_grads_close(mlir_ad.grad(m.xent)(emb, w, tok, target),
                        (gemb, np.outer(emb[tok], dlogits)), rtol=1e-10, atol=1e-12)
+
+
+# ----------------------------------------------------------------------------
+
+DYNAMIC_LOOPS = """
+// Dynamically shaped tensors the pullback reads in every iteration of a loop
+// nest: an iter_arg, a call's residuals, a value of a branch, an inner
+// loop's result. Each is kept in a buffer of [iterations, n] whose size is
+// proven the same in every iteration.
+#id = affine_map<(i) -> (i)>
+func.func private @tanh_times(%y: tensor<?xf64>, %x: tensor<?xf64>) -> tensor<?xf64> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %y, %c0 : tensor<?xf64>
+  %e = tensor.empty(%n) : tensor<?xf64>
+  %r = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+      ins(%y, %x : tensor<?xf64>, tensor<?xf64>) outs(%e : tensor<?xf64>) {
+  ^bb0(%a: f64, %b: f64, %o: f64):
+    %t = math.tanh %a : f64
+    %m = arith.mulf %t, %b : f64
+    linalg.yield %m : f64
+  } -> tensor<?xf64>
+  return %r : tensor<?xf64>
+}
+
+func.func private @sum_squares(%y: tensor<?xf64>) -> f64 {
+  %zero = arith.constant 0.0 : f64
+  %s0 = tensor.empty() : tensor<f64>
+  %s1 = linalg.fill ins(%zero : f64) outs(%s0 : tensor<f64>) -> tensor<f64>
+  %s = linalg.generic {indexing_maps = [#id, affine_map<(i) -> ()>], iterator_types = ["reduction"]}
+      ins(%y : tensor<?xf64>) outs(%s1 : tensor<f64>) {
+  ^bb0(%a: f64, %acc: f64):
+    %sq = arith.mulf %a, %a : f64
+    %n = arith.addf %acc, %sq : f64
+    linalg.yield %n : f64
+  } -> tensor<f64>
+  %v = tensor.extract %s[] : tensor<f64>
+  return %v : f64
+}
+
+// y <- sin(y) * w + x, n times, then twice through an inner loop of calls.
+func.func @damped(%x: tensor<?xf64>, %w: f64, %n: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %len = tensor.dim %x, %c0 : tensor<?xf64>
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%y = %x) -> tensor<?xf64> {
+    %e = tensor.empty(%len) : tensor<?xf64>
+    %s = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+        ins(%y, %x : tensor<?xf64>, tensor<?xf64>) outs(%e : tensor<?xf64>) {
+    ^bb0(%a: f64, %b: f64, %o: f64):
+      %t = math.sin %a : f64
+      %m = arith.mulf %t, %w : f64
+      %p = arith.addf %m, %b : f64
+      linalg.yield %p : f64
+    } -> tensor<?xf64>
+    %inner = scf.for %j = %c0 to %c2 step %c1 iter_args(%z = %s) -> tensor<?xf64> {
+      %u = func.call @tanh_times(%z, %x) : (tensor<?xf64>, tensor<?xf64>) -> tensor<?xf64>
+      scf.yield %u : tensor<?xf64>
+    }
+    scf.yield %inner : tensor<?xf64>
+  }
+  %v = func.call @sum_squares(%r) : (tensor<?xf64>) -> f64
+  return %v : f64
+}
+
+// A branch in the loop: y <- exp(-y) where the iteration is even, y * y
+// otherwise (both of the iter_arg's size).
+func.func @alternate(%x: tensor<?xf64>, %n: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%y = %x) -> tensor<?xf64> {
+    %len = tensor.dim %y, %c0 : tensor<?xf64>
+    %e = tensor.empty(%len) : tensor<?xf64>
+    %rem = arith.remui %i, %c2 : index
+    %even = arith.cmpi eq, %rem, %c0 : index
+    %next = scf.if %even -> tensor<?xf64> {
+      %a = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+          ins(%y : tensor<?xf64>) outs(%e : tensor<?xf64>) {
+      ^bb0(%v: f64, %o: f64):
+        %m = arith.negf %v : f64
+        %x2 = math.exp %m : f64
+        linalg.yield %x2 : f64
+      } -> tensor<?xf64>
+      scf.yield %a : tensor<?xf64>
+    } else {
+      %b = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+          ins(%y : tensor<?xf64>) outs(%e : tensor<?xf64>) {
+      ^bb0(%v: f64, %o: f64):
+        %sq = arith.mulf %v, %v : f64
+        linalg.yield %sq : f64
+      } -> tensor<?xf64>
+      scf.yield %b : tensor<?xf64>
+    }
+    scf.yield %next : tensor<?xf64>
+  }
+  %v = func.call @sum_squares(%r) : (tensor<?xf64>) -> f64
+  return %v : f64
+}
+
+// Matrices of dynamic shape: Y <- tanh(A Y) with Y's rows and columns taken
+// from the iter_arg itself.
+func.func @matrix_steps(%a: tensor<?x?xf64>, %y0: tensor<?x?xf64>, %n: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f64
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%y = %y0) -> tensor<?x?xf64> {
+    %rows = tensor.dim %y, %c0 : tensor<?x?xf64>
+    %cols = tensor.dim %y, %c1 : tensor<?x?xf64>
+    %e = tensor.empty(%rows, %cols) : tensor<?x?xf64>
+    %z = linalg.fill ins(%zero : f64) outs(%e : tensor<?x?xf64>) -> tensor<?x?xf64>
+    %p = linalg.matmul ins(%a, %y : tensor<?x?xf64>, tensor<?x?xf64>) outs(%z : tensor<?x?xf64>) -> tensor<?x?xf64>
+    %t = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+        ins(%p : tensor<?x?xf64>) outs(%e : tensor<?x?xf64>) {
+    ^bb0(%v: f64, %o: f64):
+      %th = math.tanh %v : f64
+      linalg.yield %th : f64
+    } -> tensor<?x?xf64>
+    scf.yield %t : tensor<?x?xf64>
+  }
+  %flat = tensor.collapse_shape %r [[0, 1]] : tensor<?x?xf64> into tensor<?xf64>
+  %v = func.call @sum_squares(%flat) : (tensor<?xf64>) -> f64
+  return %v : f64
+}
+"""
+
+
+def damped_ref(x, w, n):
+    y = np.array(x, np.float64)
+    for _ in range(n):
+        y = np.sin(y) * w + x
+        for _ in range(2):
+            y = np.tanh(y) * x
+    return float(np.sum(y * y))
+
+
+def alternate_ref(x, n):
+    y = np.array(x, np.float64)
+    for i in range(n):
+        y = np.exp(-y) if i % 2 == 0 else y * y
+    return float(np.sum(y * y))
+
+
+def matrix_steps_ref(a, y, n):
+    for _ in range(n):
+        y = np.tanh(a @ y)
+    return float(np.sum(y * y))
+
+
+@pytest.mark.parametrize("size,n", [(1, 1), (5, 3), (17, 4), (4, 0)])
+def test_dynamic_tensors_kept_per_iteration(rng, size, n):
+    m = compile_one(DYNAMIC_LOOPS)
+    x = rng.uniform(-1, 1, size)
+    w = 0.7
+    assert m.damped(x, w, n) == pytest.approx(damped_ref(x, w, n), rel=1e-12)
+    expected = numerical_grad(lambda x_, w_: damped_ref(x_, w_, n), [x, w],
+                              [0, 1])
+    assert_grads_close(mlir_ad.grad(m.damped, wrt=(0, 1))(x, w, n), expected,
+                       rtol=1e-6, atol=1e-9)
+    assert m.alternate(x, n) == pytest.approx(alternate_ref(x, n), rel=1e-12)
+    expected = numerical_grad(lambda x_: alternate_ref(x_, n), [x], [0])
+    assert_grads_close(mlir_ad.grad(m.alternate, wrt=(0,))(x, n), expected,
+                       rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("rows,cols,n", [(3, 2, 3), (4, 1, 2), (2, 5, 1)])
+def test_dynamic_matrices_kept_per_iteration(rng, rows, cols, n):
+    m = compile_one(DYNAMIC_LOOPS)
+    a = rng.uniform(-1, 1, (rows, rows))
+    y = rng.uniform(-1, 1, (rows, cols))
+    assert m.matrix_steps(a, y, n) == pytest.approx(
+        matrix_steps_ref(a, y, n), rel=1e-12)
+    expected = numerical_grad(lambda a_, y_: matrix_steps_ref(a_, y_, n),
+                              [a, y], [0, 1])
+    assert_grads_close(mlir_ad.grad(m.matrix_steps, wrt=(0, 1))(a, y, n),
+                       expected, rtol=1e-6, atol=1e-9)

@@ -734,7 +734,7 @@ func.func @rule_in_loop(%t: tensor<?xf64>, %n: index) -> tensor<?xf64> {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %r = scf.for %i = %c0 to %n step %c1 iter_args(%v = %t) -> (tensor<?xf64>) {
-    // expected-error @+1 {{cannot keep a value of type 'tensor<?xf64>' for the adjoint of this op yet (a buffer per value of a loop nest holds integer, index and float scalars and statically shaped tensors)}}
+    // expected-error @+1 {{cannot keep a value of type 'tensor<?xf64>' for the adjoint of this op yet (a buffer per value of a loop nest holds integer, index and float scalars and tensors whose sizes are the same in every iteration and known before the nest)}}
     %w = func.call @f(%v) : (tensor<?xf64>) -> tensor<?xf64>
     scf.yield %w : tensor<?xf64>
   }
@@ -799,4 +799,34 @@ func.func @caller(%x: f64, %t: tensor<?xf64>, %n: index) -> f64 {
   // expected-note @+1 {{while differentiating this call of @iter_arg}}
   %g = ad.grad @iter_arg(%x, %t, %n) {wrt = array<i64: 0>} : (f64, tensor<?xf64>, index) -> f64
   return %g : f64
+}
+
+// -----
+
+// A tensor that grows in every iteration cannot be kept in a buffer sized
+// before the loop.
+func.func @growing(%x: tensor<?xf64>, %n: index) -> tensor<?xf64> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%y = %x) -> tensor<?xf64> {
+    %len = tensor.dim %y, %c0 : tensor<?xf64>
+    %e = tensor.empty(%len) : tensor<?xf64>
+    %s = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+        ins(%y : tensor<?xf64>) outs(%e : tensor<?xf64>) {
+    ^bb0(%a: f64, %o: f64):
+      %t = math.sin %a : f64
+      linalg.yield %t : f64
+    } -> tensor<?xf64>
+    // expected-error @+1 {{cannot keep a value of type 'tensor<?xf64>' for the adjoint of this op yet (a buffer per value of a loop nest holds integer, index and float scalars and tensors whose sizes are the same in every iteration and known before the nest)}}
+    %c = tensor.concat dim(0) %s, %x : (tensor<?xf64>, tensor<?xf64>) -> tensor<?xf64>
+    scf.yield %c : tensor<?xf64>
+  }
+  return %r : tensor<?xf64>
+}
+
+func.func @caller(%x: tensor<?xf64>, %n: index, %dy: tensor<?xf64>) -> tensor<?xf64> {
+  // expected-note @+1 {{while differentiating this call of @growing}}
+  %y, %pb = ad.forward @growing(%x, %n) : (tensor<?xf64>, index) -> (tensor<?xf64>, !ad.pullback<(tensor<?xf64>) -> tensor<?xf64>>)
+  %g = ad.pullback %pb(%dy) : !ad.pullback<(tensor<?xf64>) -> tensor<?xf64>>
+  return %g : tensor<?xf64>
 }

@@ -101,16 +101,18 @@ func.func @caller(%x: f64, %u: f64, %n: index) -> (f64, f64) {
 // -----
 
 // A call runs the callee's forward function once; its tape travels in the
-// caller's tape to the callee's pullback.
+// caller's tape to the callee's pullback. A tape value that is the callee's
+// own argument (here x) is kept as the call's operand.
 // CHECK-LABEL: func.func private @inner_ad_fwd_0
 // CHECK: math.sin
 // CHECK-LABEL: func.func private @inner_ad_pb_0
 // CHECK: math.cos
 // CHECK-LABEL: func.func private @outer_ad_fwd_0
+// CHECK-SAME: (%[[X:.*]]: f64)
 // CHECK-NOT: call @inner(
-// CHECK: %[[R:.*]]:2 = call @inner_ad_fwd_0(%{{.*}}) : (f64) -> (f64, f64)
+// CHECK: %[[R:.*]]:2 = call @inner_ad_fwd_0(%[[X]]) : (f64) -> (f64, f64)
 // CHECK-NOT: call @inner(
-// CHECK: return %{{.*}}, %[[R]]#1 : f64, f64
+// CHECK: return %{{.*}}, %[[X]] : f64, f64
 // CHECK-LABEL: func.func private @outer_ad_pb_0
 // CHECK-SAME: (%[[T:.*]]: f64, %[[DY:.*]]: f64) -> f64
 // CHECK: %[[G:.*]] = call @inner_ad_pb_0(%[[T]], %{{.*}}) : (f64, f64) -> f64

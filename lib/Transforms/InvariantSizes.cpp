@@ -1,0 +1,238 @@
+//===- InvariantSizes.cpp - sizes of loop values known at loop entry ------===//
+
+#include "InvariantSizes.h"
+
+#include "mlir/Dialect/Affine/Utils.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/ValueBoundsOpInterface.h"
+
+using namespace mlir;
+using namespace mlir::ad::sweeps;
+
+InvariantSizes::InvariantSizes(OpBuilder &builder)
+    : builder(builder), entry(builder.getInsertionBlock()) {}
+
+/// Records the ops a builder creates.
+namespace {
+struct CreatedOps : OpBuilder::Listener {
+  void notifyOperationInserted(Operation *op,
+                               OpBuilder::InsertPoint) override {
+    ops.push_back(op);
+  }
+  SmallVector<Operation *> ops;
+};
+} // namespace
+
+template <typename T>
+FailureOr<T> InvariantSizes::attempt(llvm::function_ref<FailureOr<T>()> compute) {
+  CreatedOps created;
+  OpBuilder::Listener *previous = builder.getListener();
+  builder.setListener(&created);
+  FailureOr<T> result = compute();
+  builder.setListener(previous);
+  if (succeeded(result))
+    return result;
+  // Nothing built for the failed attempt stays, nor any size found with it.
+  for (Operation *op : llvm::reverse(created.ops))
+    op->erase();
+  known.clear();
+  return failure();
+}
+
+FailureOr<SmallVector<Value>> InvariantSizes::dynamicSizes(Value shaped) {
+  return attempt<SmallVector<Value>>([&]() -> FailureOr<SmallVector<Value>> {
+    auto type = cast<RankedTensorType>(shaped.getType());
+    SmallVector<Value> sizes;
+    for (int64_t dim = 0; dim < type.getRank(); ++dim) {
+      if (!type.isDynamicDim(dim))
+        continue;
+      SmallVector<func::CallOp> calls;
+      FailureOr<Value> size = this->size(shaped, dim, calls);
+      if (failed(size))
+        return failure();
+      sizes.push_back(*size);
+    }
+    return sizes;
+  });
+}
+
+FailureOr<Value> InvariantSizes::invariantIndex(Value value) {
+  return attempt<Value>([&]() -> FailureOr<Value> {
+    SmallVector<func::CallOp> calls;
+    return size(value, std::nullopt, calls);
+  });
+}
+
+bool InvariantSizes::availableAtEntry(Value value) const {
+  if (value.getParentBlock() != entry)
+    return false;
+  Operation *def = value.getDefiningOp();
+  if (!def)
+    return true;
+  Block::iterator point = builder.getInsertionPoint();
+  return point == entry->end() || def->isBeforeInBlock(&*point);
+}
+
+/// The scf.for whose iter_arg or result `value` is, if any.
+static scf::ForOp loopOf(Value value) {
+  if (auto result = dyn_cast<OpResult>(value))
+    return dyn_cast<scf::ForOp>(result.getOwner());
+  auto argument = cast<BlockArgument>(value);
+  auto loop = dyn_cast_or_null<scf::ForOp>(argument.getOwner()->getParentOp());
+  if (!loop || argument.getArgNumber() == 0)
+    return nullptr;
+  return loop;
+}
+
+bool InvariantSizes::isLeaf(Value value, ArrayRef<func::CallOp> calls) const {
+  if (calls.empty() && availableAtEntry(value))
+    return true;
+  if (!calls.empty()) {
+    func::CallOp call = calls.back();
+    auto argument = dyn_cast<BlockArgument>(value);
+    if (argument && argument.getOwner()->isEntryBlock() &&
+        argument.getOwner()->getParentOp() ==
+            SymbolTable::lookupNearestSymbolFrom(call, call.getCalleeAttr()))
+      return true;
+  }
+  return isa_and_nonnull<func::CallOp>(value.getDefiningOp()) ||
+         loopOf(value);
+}
+
+FailureOr<Value> InvariantSizes::size(Value value, std::optional<int64_t> dim,
+                                      SmallVectorImpl<func::CallOp> &calls) {
+  Location loc = value.getLoc();
+  if (dim) {
+    auto type = cast<ShapedType>(value.getType());
+    if (!type.isDynamicDim(*dim))
+      return Value(arith::ConstantIndexOp::create(builder, loc,
+                                                  type.getDimSize(*dim)));
+  }
+  std::pair<Value, int64_t> key = {value, dim.value_or(-1)};
+  if (Value found = known.lookup(key))
+    return found;
+  if (calls.empty() && availableAtEntry(value)) {
+    Value result = dim ? Value(tensor::DimOp::create(builder, loc, value, *dim))
+                       : value;
+    known[key] = result;
+    return result;
+  }
+  // An argument of the callee being followed: the call's operand.
+  if (!calls.empty()) {
+    auto argument = dyn_cast<BlockArgument>(value);
+    if (argument && argument.getOwner()->isEntryBlock() &&
+        isa<func::FuncOp>(argument.getOwner()->getParentOp())) {
+      func::CallOp call = calls.pop_back_val();
+      FailureOr<Value> result =
+          size(call.getOperand(argument.getArgNumber()), dim, calls);
+      calls.push_back(call);
+      return result;
+    }
+  }
+  FailureOr<Value> result;
+  if (auto call = value.getDefiningOp<func::CallOp>())
+    result = sizeOfCallResult(cast<OpResult>(value), dim, calls);
+  else if (loopOf(value))
+    result = sizeOfLoopValue(value, dim, calls);
+  else
+    result = sizeByValueBounds(value, dim, calls);
+  if (succeeded(result) && calls.empty())
+    known[key] = *result;
+  return result;
+}
+
+FailureOr<Value>
+InvariantSizes::sizeOfCallResult(OpResult result, std::optional<int64_t> dim,
+                                 SmallVectorImpl<func::CallOp> &calls) {
+  auto call = cast<func::CallOp>(result.getOwner());
+  auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+      call, call.getCalleeAttr());
+  // A body with one return (no recursion through the calls followed).
+  if (!callee || callee.isExternal() || !callee.getBody().hasOneBlock() ||
+      llvm::any_of(calls, [&](func::CallOp outer) {
+        return outer.getCalleeAttr() == call.getCalleeAttr();
+      }))
+    return failure();
+  Value returned = callee.getBody().front().getTerminator()->getOperand(
+      result.getResultNumber());
+  calls.push_back(call);
+  FailureOr<Value> size = this->size(returned, dim, calls);
+  calls.pop_back();
+  return size;
+}
+
+FailureOr<Value>
+InvariantSizes::sizeOfLoopValue(Value value, std::optional<int64_t> dim,
+                                SmallVectorImpl<func::CallOp> &calls) {
+  scf::ForOp loop = loopOf(value);
+  unsigned position = isa<OpResult>(value)
+                          ? cast<OpResult>(value).getResultNumber()
+                          : cast<BlockArgument>(value).getArgNumber() - 1;
+  if (!dim) {
+    // An index carried by the loop changes per iteration unless the body
+    // yields its iter_arg unchanged.
+    BlockArgument carried = loop.getRegionIterArgs()[position];
+    if (loop.getYieldedValues()[position] != carried)
+      return failure();
+    return size(loop.getInits()[position], dim, calls);
+  }
+  FailureOr<Value> initial = size(loop.getInits()[position], dim, calls);
+  if (failed(initial))
+    return failure();
+  // Assume the iter_arg keeps the init's size, then check that the yielded
+  // value has it too.
+  std::pair<Value, int64_t> assumption = {loop.getRegionIterArgs()[position],
+                                          *dim};
+  if (known.contains(assumption))
+    return known.lookup(assumption);
+  known[assumption] = *initial;
+  FailureOr<Value> yielded =
+      size(loop.getYieldedValues()[position], dim, calls);
+  known.erase(assumption);
+  if (failed(yielded))
+    return failure();
+  if (*yielded != *initial) {
+    FailureOr<bool> equal = ValueBoundsConstraintSet::areEqual(
+        ValueBoundsConstraintSet::Variable(*yielded),
+        ValueBoundsConstraintSet::Variable(*initial));
+    if (failed(equal) || !*equal)
+      return failure();
+  }
+  if (calls.empty())
+    known[assumption] = *initial;
+  return initial;
+}
+
+FailureOr<Value>
+InvariantSizes::sizeByValueBounds(Value value, std::optional<int64_t> dim,
+                                  SmallVectorImpl<func::CallOp> &calls) {
+  AffineMap map;
+  ValueDimList operands;
+  auto stop = [&](Value candidate, std::optional<int64_t> candidateDim,
+                  ValueBoundsConstraintSet &) {
+    return !(candidate == value && candidateDim == dim) &&
+           isLeaf(candidate, calls);
+  };
+  ValueBoundsConstraintSet::Variable variable =
+      dim ? ValueBoundsConstraintSet::Variable(value, *dim)
+          : ValueBoundsConstraintSet::Variable(value);
+  if (failed(ValueBoundsConstraintSet::computeBound(
+          map, operands, presburger::BoundType::EQ, variable, stop)))
+    return failure();
+  SmallVector<Value> operandSizes;
+  for (auto &[operand, operandDim] : operands) {
+    FailureOr<Value> operandSize = size(operand, operandDim, calls);
+    if (failed(operandSize))
+      return failure();
+    operandSizes.push_back(*operandSize);
+  }
+  std::optional<SmallVector<Value, 8>> expanded =
+      affine::expandAffineMap(builder, value.getLoc(), map, operandSizes);
+  if (!expanded || expanded->size() != 1)
+    return failure();
+  return expanded->front();
+}

@@ -1,0 +1,85 @@
+// RUN: ad-opt %s --split-input-file --ad-generate-derivatives | FileCheck %s
+
+// A tensor of dynamic size read by the adjoint in every iteration is kept in
+// a buffer of [iterations, size], the size computed before the loop from
+// what the loop's init and body show it to be (here the argument's).
+// CHECK-LABEL: func.func private @sines_ad_fwd_0
+// CHECK-SAME: (%[[X:.*]]: tensor<?xf64>, %[[N:.*]]: index)
+// CHECK: %[[SIZE:.*]] = tensor.dim %[[X]], %{{.*}} : tensor<?xf64>
+// CHECK: %[[BUF:.*]] = memref.alloc(%{{.*}}, %[[SIZE]]) : memref<?x?xf64>
+// CHECK: scf.for
+// CHECK: %[[SLOT:.*]] = memref.subview %[[BUF]][%{{.*}}, 0] [1, %[[SIZE]]] [1, 1]
+// CHECK: bufferization.materialize_in_destination %{{.*}} in restrict writable %[[SLOT]]
+// CHECK-LABEL: func.func private @sines_ad_pb_0
+// CHECK-SAME: %[[PBUF:[^:]*]]: memref<?x?xf64>, %[[PSIZE:[^:]*]]: index
+// CHECK: scf.for
+// CHECK: memref.subview %[[PBUF]][%{{.*}}, 0] [1, %[[PSIZE]]] [1, 1]
+// CHECK: math.cos
+func.func @sines(%x: tensor<?xf64>, %n: index) -> tensor<?xf64> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%y = %x) -> tensor<?xf64> {
+    %len = tensor.dim %y, %c0 : tensor<?xf64>
+    %e = tensor.empty(%len) : tensor<?xf64>
+    %s = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+        ins(%y : tensor<?xf64>) outs(%e : tensor<?xf64>) {
+    ^bb0(%a: f64, %o: f64):
+      %t = math.sin %a : f64
+      linalg.yield %t : f64
+    } -> tensor<?xf64>
+    scf.yield %s : tensor<?xf64>
+  }
+  return %r : tensor<?xf64>
+}
+
+func.func @caller(%x: tensor<?xf64>, %n: index, %dy: tensor<?xf64>) -> tensor<?xf64> {
+  %y, %pb = ad.forward @sines(%x, %n) : (tensor<?xf64>, index) -> (tensor<?xf64>, !ad.pullback<(tensor<?xf64>) -> tensor<?xf64>>)
+  %g = ad.pullback %pb(%dy) : !ad.pullback<(tensor<?xf64>) -> tensor<?xf64>>
+  return %g : tensor<?xf64>
+}
+
+// -----
+
+// A call in a loop. The callee's pullback reads its argument z only for its
+// size: z is not kept, its size is (an index, computed once before the loop
+// since it is the same in every iteration). Its other argument w is read,
+// and is the caller's own: not kept per iteration either. Nothing is.
+// CHECK-LABEL: func.func private @scale_ad_fwd_0_1
+// CHECK-SAME: -> (tensor<?xf64>, tensor<?xf64>, index)
+// CHECK-LABEL: func.func private @scale_ad_pb_0_1
+// CHECK-SAME: (%{{.*}}: tensor<?xf64>, %{{.*}}: index, %{{.*}}: tensor<?xf64>)
+// CHECK-LABEL: func.func private @steps_ad_fwd_0
+// CHECK-SAME: (%[[W:.*]]: tensor<?xf64>, %{{.*}}: index)
+// CHECK-NOT: memref.alloc
+// CHECK: scf.for
+// CHECK-NOT: memref.store
+// CHECK: return
+func.func private @scale(%z: tensor<?xf64>, %w: tensor<?xf64>) -> tensor<?xf64> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %w, %c0 : tensor<?xf64>
+  %e = tensor.empty(%n) : tensor<?xf64>
+  %r = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+      ins(%z, %w : tensor<?xf64>, tensor<?xf64>) outs(%e : tensor<?xf64>) {
+  ^bb0(%a: f64, %b: f64, %o: f64):
+    %t = math.tanh %b : f64
+    %m = arith.addf %a, %t : f64
+    linalg.yield %m : f64
+  } -> tensor<?xf64>
+  return %r : tensor<?xf64>
+}
+
+func.func @steps(%w: tensor<?xf64>, %n: index) -> tensor<?xf64> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%y = %w) -> tensor<?xf64> {
+    %s = func.call @scale(%y, %w) : (tensor<?xf64>, tensor<?xf64>) -> tensor<?xf64>
+    scf.yield %s : tensor<?xf64>
+  }
+  return %r : tensor<?xf64>
+}
+
+func.func @caller(%w: tensor<?xf64>, %n: index, %dy: tensor<?xf64>) -> tensor<?xf64> {
+  %y, %pb = ad.forward @steps(%w, %n) : (tensor<?xf64>, index) -> (tensor<?xf64>, !ad.pullback<(tensor<?xf64>) -> tensor<?xf64>>)
+  %g = ad.pullback %pb(%dy) : !ad.pullback<(tensor<?xf64>) -> tensor<?xf64>>
+  return %g : tensor<?xf64>
+}
