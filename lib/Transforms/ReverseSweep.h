@@ -206,6 +206,10 @@ private:
         continue;
       if (Value loaded = loop.loaded.lookup(value))
         return loaded;
+      if (Value view = rebuildSlice(value, loop)) {
+        loop.loaded[value] = view;
+        return view;
+      }
       // Read right after the iteration's position is known, so that the
       // whole reverse iteration can use it.
       OpBuilder reader(value.getContext());
@@ -218,6 +222,32 @@ private:
       return loaded;
     }
     return failMaterialization(value, nullptr);
+  }
+
+  /// A slice of a value of the forward entry block (a layer's parameters,
+  /// a row of the input) taken in an iteration of `loop` is taken again in
+  /// the pullback from the whole value, with the iteration's offsets and
+  /// sizes: the slice is not kept per iteration. Null for other values.
+  Value rebuildSlice(Value value, ReverseLoopScope &loop) {
+    auto slice = value.getDefiningOp<tensor::ExtractSliceOp>();
+    if (!slice || slice.getSource().getParentBlock() != forward.getEntry())
+      return Value();
+    OpBuilder at(value.getContext());
+    at.setInsertionPointAfterValue(loop.linearIndex);
+    IRMapping mapping;
+    for (Value operand : slice->getOperands()) {
+      Value available = materialize(operand);
+      if (!available)
+        return Value();
+      mapping.map(operand, available);
+      // After every operand read in this iteration.
+      Operation *def = available.getDefiningOp();
+      if (def && def->getBlock() == at.getInsertionBlock() &&
+          (at.getInsertionPoint() == at.getInsertionBlock()->end() ||
+           !def->isBeforeInBlock(&*at.getInsertionPoint())))
+        at.setInsertionPointAfter(def);
+    }
+    return at.clone(*slice, mapping)->getResult(0);
   }
 
   Value rebuildConstant(Value value) {

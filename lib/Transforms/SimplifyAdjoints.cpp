@@ -15,6 +15,8 @@
 // - MergeSiblings: generics over the same loops (the adjoints of one op's
 //   several inputs) become one, which reads shared inputs and recomputes
 //   the primal body once.
+// - AddOfSliceIntoZeros: adding the cotangent of a slice (inserted into
+//   zeros) to the whole value's adds to the slice only.
 // - SizeOfKeptTensor: the size of a tensor read back from a buffer is the
 //   size of the slice read, so a value kept only for its shape is not kept.
 // - upstream's removal of unused generic operands, so that primal values
@@ -509,6 +511,38 @@ struct SizeOfKeptTensor : OpRewritePattern<tensor::DimOp> {
   }
 };
 
+/// `acc + insert_slice(d into zeros)`, the cotangent of a slice added to
+/// the whole value's (a layer's parameters in a loop over layers), becomes
+/// `insert_slice(extract_slice(acc) + d into acc)`: the sum touches the
+/// slice only, not the whole value.
+struct AddOfSliceIntoZeros : OpRewritePattern<arith::AddFOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(arith::AddFOp add,
+                                PatternRewriter &rewriter) const override {
+    if (!isa<RankedTensorType>(add.getType()))
+      return failure();
+    for (unsigned side = 0; side < 2; ++side) {
+      Value acc = add->getOperand(side);
+      auto insert =
+          add->getOperand(1 - side).getDefiningOp<tensor::InsertSliceOp>();
+      if (!insert || !isZeroTensor(insert.getDest()))
+        continue;
+      Location loc = add.getLoc();
+      Value part = tensor::ExtractSliceOp::create(
+          rewriter, loc, insert.getSourceType(), acc, insert.getMixedOffsets(),
+          insert.getMixedSizes(), insert.getMixedStrides());
+      Value sum = arith::AddFOp::create(rewriter, loc, part, insert.getSource(),
+                                        add.getFastmathAttr());
+      rewriter.replaceOpWithNewOp<tensor::InsertSliceOp>(
+          add, sum, acc, insert.getMixedOffsets(), insert.getMixedSizes(),
+          insert.getMixedStrides());
+      return success();
+    }
+    return failure();
+  }
+};
+
 struct ADSimplifyAdjointsPass
     : mlir::ad::impl::ADSimplifyAdjointsPassBase<ADSimplifyAdjointsPass> {
   void runOnOperation() override {
@@ -520,8 +554,8 @@ struct ADSimplifyAdjointsPass
 
 void mlir::ad::populateAdjointSimplificationPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<ScatterIntoSum, SumIntoZeros, SizeOfKeptTensor>(
-      patterns.getContext());
+  patterns.add<ScatterIntoSum, SumIntoZeros, SizeOfKeptTensor,
+               AddOfSliceIntoZeros>(patterns.getContext());
   linalg::populateEraseUnusedOperandsAndResultsPatterns(patterns);
 }
 

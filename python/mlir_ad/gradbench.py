@@ -62,6 +62,19 @@ def _ode_input(data):
     return (_floats(data["x"]), int(data["s"]))
 
 
+def _lstm_input(data):
+    main = _floats(data["main_params"])
+    layers, b = main.shape[0] // 2, main.shape[1] // 4
+    return (main.reshape(layers, 2, 4, b), _floats(data["extra_params"]),
+            _floats(data["state"]).reshape(layers, 2, b),
+            _floats(data["sequence"]))
+
+
+def _lstm_jacobian(output):
+    main, extra = output
+    return _list(np.concatenate((np.ravel(main), np.ravel(extra))))
+
+
 def _gmm_constant(d, k, m, gamma):
     """The part of the log-posterior that depends on none of the parameters
     (GradBench's gmm: the normalization of the data term and K times the
@@ -106,6 +119,10 @@ EVALS = {
     "ode": ("ode.mlir", {
         "primal": ("primal", _ode_input, _list),
         "gradient": ("gradient", _ode_input, _list),
+    }),
+    "lstm": ("lstm.mlir", {
+        "objective": ("objective", _lstm_input, _scalar),
+        "jacobian": ("jacobian", _lstm_input, _lstm_jacobian),
     }),
     "gmm": ("gmm.mlir", {
         "objective": ("objective", _gmm_input, _scalar),

@@ -67,6 +67,63 @@ def _gmm_data(d, k, n, m=0, gamma=1.0, seed=31337):
 
 # --- independent numpy implementations --------------------------------------
 
+def _ode_data(n, s, seed=31337):
+    return {"x": np.random.default_rng(seed).uniform(0, 1, n).tolist(), "s": s}
+
+
+def _ode_numpy(x, s):
+    """s steps of classic RK4 for y_0' = x_0, y_i' = x_i y_{i-1}, y(0) = 0,
+    over [0, 2]."""
+    x = np.asarray(x, np.float64)
+    h = 2.0 / s
+    y = np.zeros_like(x)
+
+    def f(y):
+        return x * np.concatenate(([1.0], y[:-1]))
+
+    for _ in range(s):
+        k1 = f(y)
+        k2 = f(y + h / 2 * k1)
+        k3 = f(y + h / 2 * k2)
+        k4 = f(y + h * k3)
+        y = y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    return y
+
+
+def _lstm_data(layers, b, c, seed=31337):
+    rng = np.random.default_rng(seed)
+    return {"main_params": rng.uniform(0, 1, (2 * layers, 4 * b)).tolist(),
+            "extra_params": rng.uniform(0, 1, (3, b)).tolist(),
+            "state": rng.uniform(0, 1, (2 * layers, b)).tolist(),
+            "sequence": (rng.uniform(0, 1, (c, b)) > 0.5).astype(float).tolist()}
+
+
+def _lstm_numpy(main, extra, state, sequence):
+    """GradBench's lstm objective with explicit loops over steps and layers,
+    on the flat [2l][4b] / [2l][b] layouts of the eval."""
+    main, extra = np.asarray(main), np.asarray(extra)
+    state, sequence = np.array(state), np.asarray(sequence)
+    layers, b = main.shape[0] // 2, main.shape[1] // 4
+    sigmoid = lambda z: 1 / (1 + np.exp(-z))
+    total = 0.0
+    for t in range(len(sequence) - 1):
+        x = sequence[t] * extra[0]
+        for i in range(layers):
+            w, bias = main[2 * i], main[2 * i + 1]
+            gate = lambda g, v: v * w[g * b:(g + 1) * b] + bias[g * b:(g + 1) * b]
+            hidden, cell = state[2 * i], state[2 * i + 1]
+            forget, ingate = sigmoid(gate(0, x)), sigmoid(gate(1, hidden))
+            outgate, change = sigmoid(gate(2, x)), np.tanh(gate(3, hidden))
+            cell = cell * forget + ingate * change
+            hidden = outgate * np.tanh(cell)
+            state[2 * i], state[2 * i + 1] = hidden, cell
+            x = hidden
+        ypred = x * extra[1] + extra[2]
+        lse = np.log(np.sum(np.exp(ypred)) + 2)
+        total += np.sum(sequence[t + 1] * (ypred - lse))
+    return -total / ((len(sequence) - 1) * b)
+
+
 def _lse_numpy(x):
     x = np.asarray(x)
     return float(np.log(np.sum(np.exp(x - x.max()))) + x.max())
@@ -179,6 +236,56 @@ def test_gmm(d, k, n, m, gamma):
         assert _rel_error(jacobian[key], fd) <= 1e-6, key
 
 
+@pytest.mark.parametrize("n, s", [(1, 1), (2, 3), (5, 1), (8, 3), (20, 10),
+                                  (1000, 4)])
+def test_ode(n, s):
+    data = _ode_data(n, s)
+    primal = _call("ode", "primal", data)
+    want = _ode_numpy(data["x"], s)
+    assert len(primal) == n
+    assert _rel_error(primal, want) <= 1e-12
+    gradient = _call("ode", "gradient", data)
+    assert len(gradient) == n
+    # The gradient of the last component, against central differences of
+    # the eval's own primal, relative to the gradient's largest entry (its
+    # entries span many orders of magnitude: y_{n-1} is a product of n
+    # factors).
+    module, _ = gradbench.load("ode")
+    x = np.asarray(data["x"])
+    if n > 40:
+        # Check a sample of the entries (each one costs two primals).
+        picks = [0, 1, n // 2, n - 2, n - 1]
+    else:
+        picks = range(n)
+    eps = 1e-6
+    scale = max(np.max(np.abs(gradient)), 1e-300)
+    for i in picks:
+        plus, minus = x.copy(), x.copy()
+        plus[i] += eps
+        minus[i] -= eps
+        fd = (module.primal(plus, s)[-1] - module.primal(minus, s)[-1]) / (2 * eps)
+        assert abs(gradient[i] - fd) <= 1e-6 * scale, (i, gradient[i], fd)
+    assert np.max(np.abs(gradient)) > 0 or n > 4 * s
+
+
+@pytest.mark.parametrize("layers, b, c", [(1, 1, 2), (1, 3, 4), (2, 4, 5),
+                                          (3, 14, 6)])
+def test_lstm(layers, b, c):
+    data = _lstm_data(layers, b, c)
+    objective = _call("lstm", "objective", data)
+    want = _lstm_numpy(data["main_params"], data["extra_params"],
+                       data["state"], data["sequence"])
+    assert abs(objective - want) <= 1e-12 * max(1, abs(want))
+    jacobian = _call("lstm", "jacobian", data)
+    assert len(jacobian) == 8 * layers * b + 3 * b
+    module, _ = gradbench.load("lstm")
+    args = list(gradbench._lstm_input(data))
+    fd = np.concatenate([
+        np.ravel(_central_differences(module.objective, args, position))
+        for position in (0, 1)])
+    assert _rel_error(jacobian, fd) <= 1e-6
+
+
 # --- the protocol -------------------------------------------------------------
 
 def _run_tool(messages):
@@ -227,6 +334,8 @@ def test_protocol_hello():
     ("lse", ("primal", "gradient"), _lse_data(100)),
     ("llsq", ("primal", "gradient"), _llsq_data(16, 8)),
     ("gmm", ("objective", "jacobian"), _gmm_data(2, 3, 5)),
+    ("ode", ("primal", "gradient"), _ode_data(10, 3)),
+    ("lstm", ("objective", "jacobian"), _lstm_data(2, 3, 4)),
 ])
 def test_protocol_eval(eval_name, functions, data):
     config = {"min_runs": 3, "min_seconds": 0.0}
@@ -250,7 +359,7 @@ def test_protocol_eval(eval_name, functions, data):
         assert len(answer["timings"]) >= 3
         assert all(t["name"] == "evaluate" and isinstance(t["nanoseconds"], int)
                    for t in answer["timings"])
-    assert isinstance(primal["output"], float)
+    assert isinstance(primal["output"], float if eval_name != "ode" else list)
     want, _ = gradbench.evaluate(eval_name, functions[1], data)
     assert derivative["output"] == want
 

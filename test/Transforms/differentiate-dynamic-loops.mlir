@@ -83,3 +83,42 @@ func.func @caller(%w: tensor<?xf64>, %n: index, %dy: tensor<?xf64>) -> tensor<?x
   %g = ad.pullback %pb(%dy) : !ad.pullback<(tensor<?xf64>) -> tensor<?xf64>>
   return %g : tensor<?xf64>
 }
+
+// -----
+
+// A slice of an argument taken in each iteration is taken again in the
+// pullback from the argument: only its offset (an index) is kept per
+// iteration, not the slice.
+// CHECK-LABEL: func.func private @rows_ad_fwd_0
+// CHECK: memref.alloc(%{{.*}}) : memref<?xindex>
+// CHECK-NOT: memref.alloc
+// CHECK: return
+// CHECK-LABEL: func.func private @rows_ad_pb_0
+// CHECK-SAME: (%{{.*}}: index, %[[A:[^:]*]]: tensor<?x?xf64>
+// CHECK: scf.for %[[I:[^ ]*]] =
+// CHECK: tensor.extract_slice %[[A]][%{{.*}}, 0] [1, %{{.*}}] [1, 1]
+// CHECK: math.cos
+func.func @rows(%a: tensor<?x?xf64>, %acc0: tensor<?xf64>) -> tensor<?xf64> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = tensor.dim %a, %c0 : tensor<?x?xf64>
+  %n = tensor.dim %a, %c1 : tensor<?x?xf64>
+  %r = scf.for %i = %c0 to %m step %c1 iter_args(%acc = %acc0) -> tensor<?xf64> {
+    %row = tensor.extract_slice %a[%i, 0] [1, %n] [1, 1] : tensor<?x?xf64> to tensor<?xf64>
+    %s = linalg.generic {indexing_maps = [affine_map<(j) -> (j)>, affine_map<(j) -> (j)>], iterator_types = ["parallel"]}
+        ins(%row : tensor<?xf64>) outs(%acc : tensor<?xf64>) {
+    ^bb0(%v: f64, %o: f64):
+      %t = math.sin %v : f64
+      %u = arith.addf %o, %t : f64
+      linalg.yield %u : f64
+    } -> tensor<?xf64>
+    scf.yield %s : tensor<?xf64>
+  }
+  return %r : tensor<?xf64>
+}
+
+func.func @caller(%a: tensor<?x?xf64>, %acc: tensor<?xf64>, %dy: tensor<?xf64>) -> tensor<?x?xf64> {
+  %y, %pb = ad.forward @rows(%a, %acc) : (tensor<?x?xf64>, tensor<?xf64>) -> (tensor<?xf64>, !ad.pullback<(tensor<?xf64>) -> (tensor<?x?xf64>, tensor<?xf64>)>)
+  %g:2 = ad.pullback %pb(%dy) : !ad.pullback<(tensor<?xf64>) -> (tensor<?x?xf64>, tensor<?xf64>)>
+  return %g#0 : tensor<?x?xf64>
+}

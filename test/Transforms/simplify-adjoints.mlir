@@ -249,3 +249,37 @@ func.func @dependent_siblings(%x: tensor<4x4xf64>) -> (tensor<4x4xf64>, tensor<4
   } -> tensor<4x4xf64>
   return %c, %d : tensor<4x4xf64>, tensor<4x4xf64>
 }
+
+// -----
+
+// The cotangent of a slice, inserted into zeros and added to the whole
+// value's, is added to that slice only (in either operand order).
+// CHECK-LABEL: func.func @add_slice
+// CHECK-SAME: (%[[ACC:.*]]: tensor<?x8xf64>, %[[D:.*]]: tensor<8xf64>, %[[I:.*]]: index)
+// CHECK-NOT: linalg.fill
+// CHECK: %[[PART:.*]] = tensor.extract_slice %[[ACC]][%[[I]], 0] [1, 8] [1, 1] : tensor<?x8xf64> to tensor<8xf64>
+// CHECK: %[[SUM:.*]] = arith.addf %[[PART]], %[[D]] : tensor<8xf64>
+// CHECK: %[[R:.*]] = tensor.insert_slice %[[SUM]] into %[[ACC]][%[[I]], 0] [1, 8] [1, 1]
+// CHECK: return %[[R]]
+func.func @add_slice(%acc: tensor<?x8xf64>, %d: tensor<8xf64>, %i: index) -> tensor<?x8xf64> {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f64
+  %n = tensor.dim %acc, %c0 : tensor<?x8xf64>
+  %e = tensor.empty(%n) : tensor<?x8xf64>
+  %z = linalg.fill ins(%zero : f64) outs(%e : tensor<?x8xf64>) -> tensor<?x8xf64>
+  %ins = tensor.insert_slice %d into %z[%i, 0] [1, 8] [1, 1] : tensor<8xf64> into tensor<?x8xf64>
+  %r = arith.addf %ins, %acc : tensor<?x8xf64>
+  return %r : tensor<?x8xf64>
+}
+
+// -----
+
+// Not into zeros: unchanged.
+// CHECK-LABEL: func.func @add_slice_into_values
+// CHECK: tensor.insert_slice
+// CHECK: arith.addf %{{.*}}, %{{.*}} : tensor<4xf64>
+func.func @add_slice_into_values(%acc: tensor<4xf64>, %base: tensor<4xf64>, %d: tensor<2xf64>) -> tensor<4xf64> {
+  %ins = tensor.insert_slice %d into %base[1] [2] [1] : tensor<2xf64> into tensor<4xf64>
+  %r = arith.addf %acc, %ins : tensor<4xf64>
+  return %r : tensor<4xf64>
+}
