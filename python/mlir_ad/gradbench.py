@@ -75,6 +75,44 @@ def _lstm_jacobian(output):
     return _list(np.concatenate((np.ravel(main), np.ravel(extra))))
 
 
+def _ba_input(data):
+    """GradBench's ba data, replicated the way the eval describes (n copies
+    of the camera, m of the point, p of the weight and the feature; the
+    observations i -> (i mod n, i mod m)), as separate arrays that the
+    compiled code reads as such."""
+    n, m, p = int(data["n"]), int(data["m"]), int(data["p"])
+    cams = np.ascontiguousarray(np.tile(_floats(data["cam"]), (n, 1)))
+    points = np.ascontiguousarray(np.tile(_floats(data["x"]), (m, 1)))
+    weights = np.full(p, float(data["w"]))
+    feats = np.ascontiguousarray(np.tile(_floats(data["feat"]), (p, 1)))
+    obs = np.stack((np.arange(p) % n, np.arange(p) % m), axis=1).astype(np.int64)
+    return (cams, points, weights, obs, feats)
+
+
+def _ba_objective(output):
+    reproj, werr = output
+    p = len(werr)
+    return {"reproj_error": {"elements": _list(reproj[0]), "repeated": p},
+            "w_err": {"element": float(werr[0]), "repeated": p}}
+
+
+def _ba_jacobian(output):
+    """The truncated CSR GradBench compares: the first 30 and the last entry
+    of the row pointers, the columns and the values."""
+    vals, cols, wvals = output
+    p = len(wvals)
+    # Row pointers: 15 nonzeros in each of the 2p reprojection rows, then one
+    # in each of the p weight rows; the weight columns follow the cameras'
+    # and points' (cols[-1, 14] is observation p-1's).
+    rows = [15 * k if k <= 2 * p else 30 * p + (k - 2 * p)
+            for k in range(min(30, 3 * p + 1))] + [31 * p]
+    last_col = int(cols[-1, 14]) if p else 0
+    return {"rows": rows,
+            "cols": [int(c) for c in np.ravel(cols)[:30]] + [last_col],
+            "vals": [float(v) for v in np.ravel(vals)[:30]]
+                    + [float(wvals[-1])] if p else []}
+
+
 def _gmm_constant(d, k, m, gamma):
     """The part of the log-posterior that depends on none of the parameters
     (GradBench's gmm: the normalization of the data term and K times the
@@ -123,6 +161,10 @@ EVALS = {
     "lstm": ("lstm.mlir", {
         "objective": ("objective", _lstm_input, _scalar),
         "jacobian": ("jacobian", _lstm_input, _lstm_jacobian),
+    }),
+    "ba": ("ba.mlir", {
+        "objective": ("objective", _ba_input, _ba_objective),
+        "jacobian": ("jacobian", _ba_input, _ba_jacobian),
     }),
     "gmm": ("gmm.mlir", {
         "objective": ("objective", _gmm_input, _scalar),

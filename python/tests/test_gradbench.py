@@ -124,6 +124,36 @@ def _lstm_numpy(main, extra, state, sequence):
     return -total / ((len(sequence) - 1) * b)
 
 
+def _ba_data(n, m, p, seed=31337, rotation=True):
+    rng = np.random.default_rng(seed)
+    cam = rng.uniform(0, 1, 11)
+    cam[0:3] = cam[0:3] * 0.5 if rotation else 0.0
+    cam[6] = 500 + 100 * cam[6]
+    cam[9:11] *= 1e-3
+    return {"n": n, "m": m, "p": p, "cam": cam.tolist(),
+            "x": [rng.uniform(-1, 1), rng.uniform(-1, 1), 10 + rng.uniform()],
+            "w": float(rng.uniform(0.5, 1)), "feat": rng.uniform(0, 1, 2).tolist()}
+
+
+def _ba_numpy(params, feat):
+    """One observation's two reprojection errors from its 15 parameters
+    (camera, point, weight), written from the eval's description."""
+    cam, x, w = params[:11], params[11:14], params[14]
+    rot, pt = cam[0:3], x - cam[3:6]
+    theta2 = np.dot(rot, rot)
+    if theta2 != 0:
+        theta = np.sqrt(theta2)
+        axis = rot / theta
+        pt = (pt * np.cos(theta) + np.cross(axis, pt) * np.sin(theta)
+              + axis * np.dot(axis, pt) * (1 - np.cos(theta)))
+    else:
+        pt = pt + np.cross(rot, pt)
+    proj = pt[:2] / pt[2]
+    r2 = np.dot(proj, proj)
+    proj = proj * (1 + cam[9] * r2 + cam[10] * r2 * r2)
+    return w * (proj * cam[6] + cam[7:9] - np.asarray(feat))
+
+
 def _lse_numpy(x):
     x = np.asarray(x)
     return float(np.log(np.sum(np.exp(x - x.max()))) + x.max())
@@ -286,6 +316,50 @@ def test_lstm(layers, b, c):
     assert _rel_error(jacobian, fd) <= 1e-6
 
 
+@pytest.mark.parametrize("n, m, p, rotation", [(3, 5, 17, True),
+                                                (2, 2, 16, False),
+                                                (5, 4, 40, True)])
+def test_ba(n, m, p, rotation):
+    data = _ba_data(n, m, p, rotation=rotation)
+    params = np.concatenate((data["cam"], data["x"], [data["w"]]))
+    objective = _call("ba", "objective", data)
+    want = _ba_numpy(params, data["feat"])
+    assert objective["reproj_error"]["repeated"] == p
+    assert _rel_error(objective["reproj_error"]["elements"], want) <= 1e-12
+    assert objective["w_err"] == {"element": pytest.approx(1 - data["w"] ** 2,
+                                                            rel=1e-14),
+                                  "repeated": p}
+    jacobian = _call("ba", "jacobian", data)
+    # The truncated CSR: 15 nonzeros per reprojection row, one per weight
+    # row; observation 0 sees camera 0 and point 0.
+    assert jacobian["rows"] == [15 * k for k in range(30)] + [31 * p]
+    assert jacobian["cols"] == (list(range(11)) + [11 * n, 11 * n + 1, 11 * n + 2,
+                                11 * n + 3 * m]) * 2 + [11 * n + 3 * m + p - 1]
+    assert jacobian["vals"][-1] == pytest.approx(-2 * data["w"], rel=1e-14)
+    # Observation 0's two rows against central differences of the residual
+    # written here and of the eval's own objective.
+    fd = np.zeros((2, 15))
+    for k in range(15):
+        step = 1e-6 * max(1.0, abs(params[k]))
+        plus, minus = params.copy(), params.copy()
+        plus[k] += step
+        minus[k] -= step
+        fd[:, k] = (_ba_numpy(plus, data["feat"])
+                    - _ba_numpy(minus, data["feat"])) / (2 * step)
+    got = np.asarray(jacobian["vals"][:30]).reshape(2, 15)
+    assert np.max(np.abs(got - fd) / np.maximum(1, np.abs(fd))) <= 1e-6
+    module, _ = gradbench.load("ba")
+    cams, points, weights, obs, feats = gradbench._ba_input(data)
+    step = 1e-6
+    shifted = cams.copy()
+    shifted[0, 6] += step
+    plus = module.objective(shifted, points, weights, obs, feats)[0][0]
+    shifted[0, 6] -= 2 * step
+    minus = module.objective(shifted, points, weights, obs, feats)[0][0]
+    assert np.max(np.abs((plus - minus) / (2 * step) - got[:, 6])) <= 1e-6 * max(
+        1, np.max(np.abs(got[:, 6])))
+
+
 # --- the protocol -------------------------------------------------------------
 
 def _run_tool(messages):
@@ -336,6 +410,7 @@ def test_protocol_hello():
     ("gmm", ("objective", "jacobian"), _gmm_data(2, 3, 5)),
     ("ode", ("primal", "gradient"), _ode_data(10, 3)),
     ("lstm", ("objective", "jacobian"), _lstm_data(2, 3, 4)),
+    ("ba", ("objective", "jacobian"), _ba_data(2, 3, 20)),
 ])
 def test_protocol_eval(eval_name, functions, data):
     config = {"min_runs": 3, "min_seconds": 0.0}
@@ -359,7 +434,8 @@ def test_protocol_eval(eval_name, functions, data):
         assert len(answer["timings"]) >= 3
         assert all(t["name"] == "evaluate" and isinstance(t["nanoseconds"], int)
                    for t in answer["timings"])
-    assert isinstance(primal["output"], float if eval_name != "ode" else list)
+    assert isinstance(primal["output"],
+                      {"ode": list, "ba": dict}.get(eval_name, float))
     want, _ = gradbench.evaluate(eval_name, functions[1], data)
     assert derivative["output"] == want
 
