@@ -173,11 +173,11 @@ func.func @objective(%cams: tensor<?x11xf64>, %xs: tensor<?x3xf64>, %ws: tensor<
 // The Jacobian's nonzeros: vals[i][0:15] and vals[i][15:30] are the rows
 // of observation i's two reprojection errors (11 camera columns, 3 point
 // columns, the weight column), wvals[i] = d(1 - w_i^2)/dw_i. cols holds the
-// column of each of vals' entries, for a Jacobian whose columns are the n
+// column of each of vals' entries (i32, as GradBench's own tools), for a Jacobian whose columns are the n
 // cameras' 11 parameters, the m points' 3 coordinates, then the p weights.
 func.func @jacobian(%cams: tensor<?x11xf64>, %xs: tensor<?x3xf64>, %ws: tensor<?xf64>,
                     %obs: tensor<?x2xindex>, %feats: tensor<?x2xf64>)
-    -> (tensor<?x30xf64>, tensor<?x30xindex>, tensor<?xf64>) {
+    -> (tensor<?x30xf64>, tensor<?x30xi32>, tensor<?xf64>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c3 = arith.constant 3 : index
@@ -194,10 +194,10 @@ func.func @jacobian(%cams: tensor<?x11xf64>, %xs: tensor<?x3xf64>, %ws: tensor<?
   %ptcols = arith.muli %m, %c3 : index
   %wcol0 = arith.addi %camcols, %ptcols : index
   %vals0 = tensor.empty(%p) : tensor<?x30xf64>
-  %cols0 = tensor.empty(%p) : tensor<?x30xindex>
+  %cols0 = tensor.empty(%p) : tensor<?x30xi32>
   %wv0 = tensor.empty(%p) : tensor<?xf64>
   %vals, %cols, %wv = scf.for %i = %c0 to %p step %c1 iter_args(%v = %vals0, %cl = %cols0, %wvv = %wv0)
-      -> (tensor<?x30xf64>, tensor<?x30xindex>, tensor<?xf64>) {
+      -> (tensor<?x30xf64>, tensor<?x30xi32>, tensor<?xf64>) {
     %a:17 = func.call @observation(%cams, %xs, %ws, %obs, %feats, %i)
         : (tensor<?x11xf64>, tensor<?x3xf64>, tensor<?xf64>, tensor<?x2xindex>, tensor<?x2xf64>, index)
         -> (f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64)
@@ -216,22 +216,23 @@ func.func @jacobian(%cams: tensor<?x11xf64>, %xs: tensor<?x3xf64>, %ws: tensor<?
     %pt3 = arith.muli %pt, %c3 : index
     %ptcol = arith.addi %camcols, %pt3 : index
     %wcol = arith.addi %wcol0, %i : index
-    %cl1 = scf.for %k = %c0 to %c15 step %c1 iter_args(%row = %cl) -> tensor<?x30xindex> {
+    %cl1 = scf.for %k = %c0 to %c15 step %c1 iter_args(%row = %cl) -> tensor<?x30xi32> {
       %iscam = arith.cmpi ult, %k, %c11 : index
       %ispt = arith.cmpi ult, %k, %c14 : index
       %kc = arith.addi %camcol, %k : index
       %kp0 = arith.subi %k, %c11 : index
       %kp = arith.addi %ptcol, %kp0 : index
       %notw = arith.select %ispt, %kp, %wcol : index
-      %col = arith.select %iscam, %kc, %notw : index
+      %coli = arith.select %iscam, %kc, %notw : index
+      %col = arith.index_cast %coli : index to i32
       %k2 = arith.addi %k, %c15 : index
-      %r1 = tensor.insert %col into %row[%i, %k] : tensor<?x30xindex>
-      %r2 = tensor.insert %col into %r1[%i, %k2] : tensor<?x30xindex>
-      scf.yield %r2 : tensor<?x30xindex>
+      %r1 = tensor.insert %col into %row[%i, %k] : tensor<?x30xi32>
+      %r2 = tensor.insert %col into %r1[%i, %k2] : tensor<?x30xi32>
+      scf.yield %r2 : tensor<?x30xi32>
     }
     %dw = arith.mulf %mtwo, %a#14 : f64
     %wv1 = tensor.insert %dw into %wvv[%i] : tensor<?xf64>
-    scf.yield %v1, %cl1, %wv1 : tensor<?x30xf64>, tensor<?x30xindex>, tensor<?xf64>
+    scf.yield %v1, %cl1, %wv1 : tensor<?x30xf64>, tensor<?x30xi32>, tensor<?xf64>
   }
-  return %vals, %cols, %wv : tensor<?x30xf64>, tensor<?x30xindex>, tensor<?xf64>
+  return %vals, %cols, %wv : tensor<?x30xf64>, tensor<?x30xi32>, tensor<?xf64>
 }

@@ -75,6 +75,10 @@ def _lstm_jacobian(output):
     return _list(np.concatenate((np.ravel(main), np.ravel(extra))))
 
 
+def _kmeans_input(data):
+    return (_floats(data["points"]), _floats(data["centroids"]))
+
+
 def _ba_input(data):
     """GradBench's ba data, replicated the way the eval describes (n copies
     of the camera, m of the point, p of the weight and the feature; the
@@ -161,6 +165,10 @@ EVALS = {
     "lstm": ("lstm.mlir", {
         "objective": ("objective", _lstm_input, _scalar),
         "jacobian": ("jacobian", _lstm_input, _lstm_jacobian),
+    }),
+    "kmeans": ("kmeans.mlir", {
+        "cost": ("cost", _kmeans_input, _scalar),
+        "dir": ("dir", _kmeans_input, _list),
     }),
     "ba": ("ba.mlir", {
         "objective": ("objective", _ba_input, _ba_objective),

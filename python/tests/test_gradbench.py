@@ -154,6 +154,11 @@ def _ba_numpy(params, feat):
     return w * (proj * cam[6] + cam[7:9] - np.asarray(feat))
 
 
+def _kmeans_data(k, n, d, seed=31337):
+    points = np.random.default_rng(seed).uniform(0, 1, (n, d))
+    return {"points": points.tolist(), "centroids": points[-k:].tolist()}
+
+
 def _lse_numpy(x):
     x = np.asarray(x)
     return float(np.log(np.sum(np.exp(x - x.max()))) + x.max())
@@ -360,6 +365,34 @@ def test_ba(n, m, p, rotation):
         1, np.max(np.abs(got[:, 6])))
 
 
+@pytest.mark.parametrize("k, n, d", [(1, 5, 1), (3, 20, 2), (10, 200, 8),
+                                     (7, 50, 16)])
+def test_kmeans(k, n, d):
+    data = _kmeans_data(k, n, d)
+    points, centroids = np.asarray(data["points"]), np.asarray(data["centroids"])
+    dist = ((centroids[None, :, :] - points[:, None, :]) ** 2).sum(axis=2)
+    cost = _call("kmeans", "cost", data)
+    assert abs(cost - dist.min(axis=1).sum()) <= 1e-12 * max(1, cost)
+    direction = np.asarray(_call("kmeans", "dir", data))
+    # J / diag(H), each from its definition: J = 2 sum (C_j - P_i) over the
+    # points nearest to C_j, and H's diagonal from central differences of
+    # the eval's own cost (second differences along each coordinate).
+    nearest = dist.argmin(axis=1)
+    want = np.array([centroids[j] - points[nearest == j].mean(axis=0)
+                     for j in range(k)])
+    assert _rel_error(direction, want) <= 1e-12
+    module, _ = gradbench.load("kmeans")
+    step = 1e-3
+    j, l = k // 2, d - 1
+    plus, minus = centroids.copy(), centroids.copy()
+    plus[j, l] += step
+    minus[j, l] -= step
+    f0 = module.cost(points, centroids)
+    grad = (module.cost(points, plus) - module.cost(points, minus)) / (2 * step)
+    hess = (module.cost(points, plus) - 2 * f0 + module.cost(points, minus)) / step ** 2
+    assert abs(direction[j, l] - grad / hess) <= 1e-6 * max(1, abs(grad / hess))
+
+
 # --- the protocol -------------------------------------------------------------
 
 def _run_tool(messages):
@@ -411,6 +444,7 @@ def test_protocol_hello():
     ("ode", ("primal", "gradient"), _ode_data(10, 3)),
     ("lstm", ("objective", "jacobian"), _lstm_data(2, 3, 4)),
     ("ba", ("objective", "jacobian"), _ba_data(2, 3, 20)),
+    ("kmeans", ("cost", "dir"), _kmeans_data(3, 20, 2)),
 ])
 def test_protocol_eval(eval_name, functions, data):
     config = {"min_runs": 3, "min_seconds": 0.0}
