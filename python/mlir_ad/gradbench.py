@@ -79,6 +79,18 @@ def _kmeans_input(data):
     return (_floats(data["points"]), _floats(data["centroids"]))
 
 
+def _particle_input(data):
+    return (float(data["w"]),)
+
+
+def _saddle_input(data):
+    return (_floats(data["start"]),)
+
+
+def _flat_list(array):
+    return _list(np.ravel(array))
+
+
 def _ba_input(data):
     """GradBench's ba data, replicated the way the eval describes (n copies
     of the camera, m of the point, p of the weight and the feature; the
@@ -169,6 +181,14 @@ EVALS = {
     "kmeans": ("kmeans.mlir", {
         "cost": ("cost", _kmeans_input, _scalar),
         "dir": ("dir", _kmeans_input, _list),
+    }),
+    "particle": ("particle.mlir", {
+        variant: (variant, _particle_input, _scalar)
+        for variant in ("ff", "fr", "rf", "rr")
+    }),
+    "saddle": ("saddle.mlir", {
+        variant: (variant, _saddle_input, _flat_list)
+        for variant in ("ff", "fr", "rf", "rr")
     }),
     "ba": ("ba.mlir", {
         "objective": ("objective", _ba_input, _ba_objective),

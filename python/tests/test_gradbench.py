@@ -159,6 +159,55 @@ def _kmeans_data(k, n, d, seed=31337):
     return {"points": points.tolist(), "centroids": points[-k:].tolist()}
 
 
+def _argmin_numpy(f, grad, x):
+    """GradBench's multivariate_argmin (gradient descent with a step size
+    that doubles after ten improving steps and halves after a failing one)."""
+    x = np.asarray(x, np.float64)
+    fx, gx, eta, i = f(x), grad(x), 1e-5, 0
+    while True:
+        if np.sqrt(np.sum(gx * gx)) <= 1e-5:
+            return x
+        if i == 10:
+            eta, i = 2 * eta, 0
+            continue
+        y = x - eta * gx
+        if np.sqrt(np.sum((x - y) ** 2)) <= 1e-5:
+            return x
+        fy = f(y)
+        if fy < fx:
+            x, fx, gx, i = y, fy, grad(y), i + 1
+        else:
+            eta, i = eta / 2, 0
+
+
+def _particle_numpy(w0):
+    """The particle eval with the force written out by hand and the descent's
+    derivative by central differences."""
+    def euler(w):
+        charges = [(10.0, 10.0 - w), (10.0, 0.0)]
+        x, v = np.array([0.0, 8.0]), np.array([0.75, 0.0])
+        while x[1] + 0.1 * v[1] > 0:
+            force = sum((x - c) / np.sum((x - c) ** 2) ** 1.5 for c in
+                        map(np.array, charges))  # -grad p
+            x, v = x + 0.1 * v, v + 0.1 * force
+        xf = x[0] - x[1] / v[1] * v[0]
+        return xf * xf
+
+    def slope(w, eps=1e-7):
+        return np.array([(euler(w[0] + eps) - euler(w[0] - eps)) / (2 * eps)])
+
+    return _argmin_numpy(lambda w: euler(w[0]), slope, [w0])[0]
+
+
+def _saddle_numpy(start):
+    f = lambda p1, p: np.sum(p1 ** 2 * [1, 1]) - np.sum(p ** 2)
+    start = np.asarray(start, np.float64)
+    inner = lambda p1: _argmin_numpy(lambda p: -f(p1, p), lambda p: 2 * p, start)
+    r1 = _argmin_numpy(lambda p1: f(p1, inner(p1)), lambda p1: 2 * p1, start)
+    r2 = _argmin_numpy(lambda p: -f(r1, p), lambda p: 2 * p, start)
+    return np.concatenate((r1, r2))
+
+
 def _lse_numpy(x):
     x = np.asarray(x)
     return float(np.log(np.sum(np.exp(x - x.max()))) + x.max())
@@ -393,6 +442,26 @@ def test_kmeans(k, n, d):
     assert abs(direction[j, l] - grad / hess) <= 1e-6 * max(1, abs(grad / hess))
 
 
+@pytest.mark.parametrize("variant", ["ff", "fr", "rf", "rr"])
+def test_particle(variant):
+    # GradBench validates against this constant (w = 0).
+    w = _call("particle", variant, {"w": 0.0})
+    assert w == pytest.approx(0.2071918746486116, rel=1e-12)
+    assert w == pytest.approx(_particle_numpy(0.0), rel=1e-6)
+    w = _call("particle", variant, {"w": 0.1})
+    assert w == pytest.approx(_particle_numpy(0.1), rel=1e-6)
+
+
+@pytest.mark.parametrize("variant", ["ff", "fr", "rf", "rr"])
+def test_saddle(variant):
+    result = _call("saddle", variant, {"start": [1.0, 1.0]})
+    assert result == pytest.approx([8.246324826140356e-06] * 4, rel=1e-12)
+    for start in ([1.0, 1.0], [0.5, -2.0]):
+        result = _call("saddle", variant, {"start": start})
+        np.testing.assert_allclose(result, _saddle_numpy(start), rtol=1e-9,
+                                   atol=1e-15)
+
+
 # --- the protocol -------------------------------------------------------------
 
 def _run_tool(messages):
@@ -445,6 +514,8 @@ def test_protocol_hello():
     ("lstm", ("objective", "jacobian"), _lstm_data(2, 3, 4)),
     ("ba", ("objective", "jacobian"), _ba_data(2, 3, 20)),
     ("kmeans", ("cost", "dir"), _kmeans_data(3, 20, 2)),
+    ("particle", ("rr", "ff"), {"w": 0.0}),
+    ("saddle", ("fr", "rf"), {"start": [1.0, 1.0]}),
 ])
 def test_protocol_eval(eval_name, functions, data):
     config = {"min_runs": 3, "min_seconds": 0.0}
@@ -468,8 +539,8 @@ def test_protocol_eval(eval_name, functions, data):
         assert len(answer["timings"]) >= 3
         assert all(t["name"] == "evaluate" and isinstance(t["nanoseconds"], int)
                    for t in answer["timings"])
-    assert isinstance(primal["output"],
-                      {"ode": list, "ba": dict}.get(eval_name, float))
+    assert isinstance(primal["output"], {"ode": list, "ba": dict,
+                                         "saddle": list}.get(eval_name, float))
     want, _ = gradbench.evaluate(eval_name, functions[1], data)
     assert derivative["output"] == want
 
