@@ -113,8 +113,11 @@ FailureOr<Value> InvariantSizes::size(Value value, std::optional<int64_t> dim,
                                                   type.getDimSize(*dim)));
   }
   std::pair<Value, int64_t> key = {value, dim.value_or(-1)};
-  if (Value found = known.lookup(key))
+  if (Value found = assumed(value, key.second, calls))
     return found;
+  if (calls.empty())
+    if (Value found = known.lookup(key))
+      return found;
   if (calls.empty() && availableAtEntry(value)) {
     Value result = dim ? Value(tensor::DimOp::create(builder, loc, value, *dim))
                        : value;
@@ -184,15 +187,17 @@ InvariantSizes::sizeOfLoopValue(Value value, std::optional<int64_t> dim,
   if (failed(initial))
     return failure();
   // Assume the iter_arg keeps the init's size, then check that the yielded
-  // value has it too.
-  std::pair<Value, int64_t> assumption = {loop.getRegionIterArgs()[position],
-                                          *dim};
-  if (known.contains(assumption))
-    return known.lookup(assumption);
-  known[assumption] = *initial;
+  // value has it too (the assumption holds for this loop reached through
+  // these calls only: another call of its function has other sizes).
+  Value iterArg = loop.getRegionIterArgs()[position];
+  if (Value found = assumed(iterArg, *dim, calls))
+    return found;
+  assumptions.push_back(
+      {iterArg, *dim, SmallVector<func::CallOp>(calls.begin(), calls.end()),
+       *initial});
   FailureOr<Value> yielded =
       size(loop.getYieldedValues()[position], dim, calls);
-  known.erase(assumption);
+  assumptions.pop_back();
   if (failed(yielded))
     return failure();
   if (*yielded != *initial) {
@@ -203,8 +208,17 @@ InvariantSizes::sizeOfLoopValue(Value value, std::optional<int64_t> dim,
       return failure();
   }
   if (calls.empty())
-    known[assumption] = *initial;
+    known[{iterArg, *dim}] = *initial;
   return initial;
+}
+
+Value InvariantSizes::assumed(Value value, int64_t dim,
+                              ArrayRef<func::CallOp> calls) const {
+  for (const Assumption &assumption : assumptions)
+    if (assumption.value == value && assumption.dim == dim &&
+        ArrayRef<func::CallOp>(assumption.calls) == calls)
+      return assumption.size;
+  return Value();
 }
 
 FailureOr<Value>

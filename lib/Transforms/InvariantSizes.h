@@ -24,15 +24,12 @@
 #ifndef AD_LIB_TRANSFORMS_INVARIANTSIZES_H
 #define AD_LIB_TRANSFORMS_INVARIANTSIZES_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/DenseMap.h"
 
 #include <optional>
-
-namespace mlir::func {
-class CallOp;
-} // namespace mlir::func
 
 namespace mlir::ad::sweeps {
 
@@ -75,11 +72,24 @@ private:
   /// followed callee, call results and scf.for iter_args and results.
   bool isLeaf(Value value, ArrayRef<func::CallOp> calls) const;
 
+  /// The size assumed for `value` (dim, or -1) while its loop is checked,
+  /// when followed through `calls`, if any.
+  Value assumed(Value value, int64_t dim, ArrayRef<func::CallOp> calls) const;
+
   OpBuilder &builder;
   Block *entry;
-  /// Sizes found in the caller's own function (no callee followed), and the
-  /// assumptions of the loops being checked.
+  /// Sizes found in the caller's own function (no callee followed): a value
+  /// of a callee has a size per call site.
   DenseMap<std::pair<Value, int64_t>, Value> known;
+  /// The loops being checked: an iter_arg's assumed size, valid only when
+  /// reached through the same calls.
+  struct Assumption {
+    Value value;
+    int64_t dim;
+    SmallVector<func::CallOp> calls;
+    Value size;
+  };
+  SmallVector<Assumption> assumptions;
 };
 
 } // namespace mlir::ad::sweeps

@@ -234,13 +234,20 @@ private:
       return Value();
     OpBuilder at(value.getContext());
     at.setInsertionPointAfterValue(loop.linearIndex);
+    Region *iteration = at.getInsertionBlock()->getParent();
     IRMapping mapping;
     for (Value operand : slice->getOperands()) {
       Value available = materialize(operand);
       if (!available)
         return Value();
       mapping.map(operand, available);
-      // After every operand read in this iteration.
+      // After every operand read in this iteration. An operand read inside
+      // a nested region of the reverse iteration (the branch tape reads
+      // where it is asked) cannot be used there: the slice is kept instead.
+      Block *home = available.getParentBlock();
+      if (home != at.getInsertionBlock() &&
+          !home->getParent()->isProperAncestor(iteration))
+        return Value();
       Operation *def = available.getDefiningOp();
       if (def && def->getBlock() == at.getInsertionBlock() &&
           (at.getInsertionPoint() == at.getInsertionBlock()->end() ||

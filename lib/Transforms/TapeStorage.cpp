@@ -139,9 +139,12 @@ bool IterationBuffers::covers(Value value) const {
 }
 
 /// A builder in the entry block before the nest of `scope`, right after its
-/// capacity and the buffers allocated with it: the op that contained the
-/// loop when it was emitted may have been replaced since (a branch op is
-/// rebuilt once its results are known).
+/// capacity and the buffers allocated with it (sizes and invariant indices
+/// computed there may come after them; each uses only values defined
+/// before it): the op that contained the loop when it was emitted may have
+/// been replaced since (a branch op is rebuilt once its results are known).
+/// What is computed there runs even when the nest does not (no iteration,
+/// a branch not taken): sizes and indices only, without side effects.
 OpBuilder IterationBuffers::beforeNest(const Scope &scope) {
   OpBuilder builder(scope.capacity.getContext());
   if (Operation *previous = lastBufferOf.lookup(scope.capacity))

@@ -506,3 +506,79 @@ def test_dynamic_matrices_kept_per_iteration(rng, rows, cols, n):
                               [a, y], [0, 1])
     assert_grads_close(mlir_ad.grad(m.matrix_steps, wrt=(0, 1))(a, y, n),
                        expected, rtol=1e-6, atol=1e-9)
+
+
+# ----------------------------------------------------------------------------
+
+DEEP_SLICE = """
+// A loop three branches deep takes a slice of an argument at an offset
+// defined in the innermost branch (kept on the branch tape) and reads it in
+// a branch of its body: the pullback cannot take the slice again where the
+// offset is read, so it keeps the slice.
+func.func @deep_slice(%x: tensor<?xf64>, %n: index, %k: index, %c: i1) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %zero = arith.constant 0.0 : f64
+  %r1 = scf.if %c -> f64 {
+    %r2 = scf.if %c -> f64 {
+      %r3 = scf.if %c -> f64 {
+        %o = arith.muli %k, %c2 : index
+        %e2 = tensor.empty() : tensor<2xf64>
+        %a0 = linalg.fill ins(%zero : f64) outs(%e2 : tensor<2xf64>) -> tensor<2xf64>
+        %rt = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %a0) -> tensor<2xf64> {
+          %s = tensor.extract_slice %x[%o] [2] [1] : tensor<?xf64> to tensor<2xf64>
+          %odd = arith.cmpi ult, %i, %c1 : index
+          %v = scf.if %odd -> tensor<2xf64> {
+            %t = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+                ins(%s : tensor<2xf64>) outs(%acc : tensor<2xf64>) {
+            ^bb0(%v0: f64, %o0: f64):
+              %q = math.sin %v0 : f64
+              %q2 = arith.mulf %q, %o0 : f64
+              %q3 = arith.addf %q2, %q : f64
+              linalg.yield %q3 : f64
+            } -> tensor<2xf64>
+            scf.yield %t : tensor<2xf64>
+          } else {
+            scf.yield %acc : tensor<2xf64>
+          }
+          scf.yield %v : tensor<2xf64>
+        }
+        %r = tensor.extract %rt[%c1] : tensor<2xf64>
+        scf.yield %r : f64
+      } else {
+        scf.yield %zero : f64
+      }
+      scf.yield %r3 : f64
+    } else {
+      scf.yield %zero : f64
+    }
+    scf.yield %r2 : f64
+  } else {
+    scf.yield %zero : f64
+  }
+  return %r1 : f64
+}
+"""
+
+
+def deep_slice_ref(x, n, k, c):
+    if not c:
+        return 0.0
+    acc = np.zeros(2)
+    s = np.asarray(x[2 * k:2 * k + 2], np.float64)
+    for i in range(n):
+        if i < 1:
+            acc = np.sin(s) * acc + np.sin(s)
+    return float(acc[1])
+
+
+@pytest.mark.parametrize("n, k", [(1, 0), (3, 1), (2, 2)])
+def test_slice_in_a_branch_of_a_deeply_nested_loop(rng, n, k):
+    m = compile_one(DEEP_SLICE)
+    x = rng.uniform(-1, 1, 7)
+    assert m.deep_slice(x, n, k, True) == pytest.approx(
+        deep_slice_ref(x, n, k, True), rel=1e-12)
+    expected = numerical_grad(lambda x_: deep_slice_ref(x_, n, k, True), [x], [0])
+    assert_grads_close(mlir_ad.grad(m.deep_slice, wrt=(0,))(x, n, k, True),
+                       expected, rtol=1e-6, atol=1e-9)
