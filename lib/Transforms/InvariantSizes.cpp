@@ -4,6 +4,7 @@
 
 #include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -137,9 +138,40 @@ FailureOr<Value> InvariantSizes::size(Value value, std::optional<int64_t> dim,
     }
   }
   FailureOr<Value> result;
-  if (auto call = value.getDefiningOp<func::CallOp>())
+  Operation *def = value.getDefiningOp();
+  if (auto call = value.getDefiningOp<func::CallOp>()) {
     result = sizeOfCallResult(cast<OpResult>(value), dim, calls);
-  else if (loopOf(value))
+  } else if (dim && def && def->hasTrait<OpTrait::Elementwise>()) {
+    // Elementwise ops on tensors (math.sin, arith.mulf): every tensor
+    // operand has the result's shape.
+    auto shaped = llvm::find_if(def->getOperands(), [](Value operand) {
+      return isa<RankedTensorType>(operand.getType());
+    });
+    result = shaped == def->operand_end() ? FailureOr<Value>(failure())
+                                          : size(*shaped, dim, calls);
+  } else if (auto concat = dyn_cast_or_null<tensor::ConcatOp>(def);
+             concat && dim) {
+    // The sum of the operands' sizes along the concatenated dimension, the
+    // first operand's along the others.
+    if (static_cast<uint64_t>(*dim) != concat.getDim()) {
+      result = size(concat.getInputs().front(), dim, calls);
+    } else {
+      Value total;
+      for (Value input : concat.getInputs()) {
+        FailureOr<Value> part = size(input, dim, calls);
+        if (failed(part)) {
+          total = Value();
+          break;
+        }
+        total = total ? Value(arith::AddIOp::create(builder, value.getLoc(),
+                                                    total, *part))
+                      : *part;
+      }
+      result = total ? FailureOr<Value>(total) : FailureOr<Value>(failure());
+    }
+  } else if (dim && isa_and_nonnull<scf::IfOp>(def)) {
+    result = sizeOfBranchResult(cast<OpResult>(value), dim, calls);
+  } else if (loopOf(value))
     result = sizeOfLoopValue(value, dim, calls);
   else
     result = sizeByValueBounds(value, dim, calls);
@@ -200,16 +232,56 @@ InvariantSizes::sizeOfLoopValue(Value value, std::optional<int64_t> dim,
   assumptions.pop_back();
   if (failed(yielded))
     return failure();
-  if (*yielded != *initial) {
-    FailureOr<bool> equal = ValueBoundsConstraintSet::areEqual(
-        ValueBoundsConstraintSet::Variable(*yielded),
-        ValueBoundsConstraintSet::Variable(*initial));
-    if (failed(equal) || !*equal)
-      return failure();
-  }
+  if (failed(checkSame(*initial, *yielded, loop.getLoc(),
+                        "a tensor carried by this loop, which the derivative "
+                        "keeps per iteration, must have the same sizes in "
+                        "every iteration: its size at the loop's entry "
+                        "differs from the size its body yields")))
+    return failure();
   if (calls.empty())
     known[{iterArg, *dim}] = *initial;
   return initial;
+}
+
+LogicalResult InvariantSizes::checkSame(Value expected, Value actual,
+                                        Location loc, StringRef message) {
+  if (actual == expected)
+    return success();
+  FailureOr<bool> equal = ValueBoundsConstraintSet::areEqual(
+      ValueBoundsConstraintSet::Variable(actual),
+      ValueBoundsConstraintSet::Variable(expected));
+  if (succeeded(equal))
+    return success(*equal);
+  // Both sizes are known before the nest but their equality is not
+  // provable (one taken from an argument, the other from another): it is
+  // checked there, at run time.
+  Value same = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq,
+                                     actual, expected);
+  cf::AssertOp::create(builder, loc, same, message);
+  return success();
+}
+
+FailureOr<Value>
+InvariantSizes::sizeOfBranchResult(OpResult result, std::optional<int64_t> dim,
+                                   SmallVectorImpl<func::CallOp> &calls) {
+  auto branch = cast<scf::IfOp>(result.getOwner());
+  if (branch.getElseRegion().empty())
+    return failure();
+  FailureOr<Value> thenSize =
+      size(branch.thenYield()->getOperand(result.getResultNumber()), dim,
+           calls);
+  if (failed(thenSize))
+    return failure();
+  FailureOr<Value> elseSize =
+      size(branch.elseYield()->getOperand(result.getResultNumber()), dim,
+           calls);
+  if (failed(elseSize) ||
+      failed(checkSame(*thenSize, *elseSize, branch.getLoc(),
+                       "a tensor this branch op yields, which the derivative "
+                       "keeps per iteration of a loop, must have the same "
+                       "sizes whichever branch runs")))
+    return failure();
+  return thenSize;
 }
 
 Value InvariantSizes::assumed(Value value, int64_t dim,

@@ -13,7 +13,13 @@
 //    expressed in the callee's arguments, then in the call's operands;
 //  - an scf.for iter_arg or result whose size upstream cannot relate to the
 //    loop's init: assumed to be the init's size, which holds when the value
-//    the body yields then has that same size (an induction over iterations).
+//    the body yields then has that same size (an induction over iterations);
+//  - an scf.if result: the size its branches yield, the same in both;
+//  - elementwise ops on tensors (math.sin on a tensor): their operands'.
+// Two sizes computed before the nest that upstream can neither prove equal
+// nor different (an RNN's state sized by its initial value, then by a
+// weight matrix) are checked there at run time (cf.assert: an error of the
+// call from Python).
 // Anything else (a size read from memory, a size changing per iteration) is
 // a failure, reported by the caller.
 //
@@ -62,6 +68,14 @@ private:
                                     SmallVectorImpl<func::CallOp> &calls);
   FailureOr<Value> sizeOfLoopValue(Value value, std::optional<int64_t> dim,
                                    SmallVectorImpl<func::CallOp> &calls);
+  FailureOr<Value> sizeOfBranchResult(OpResult result,
+                                      std::optional<int64_t> dim,
+                                      SmallVectorImpl<func::CallOp> &calls);
+  /// Succeeds when sizes `expected` and `actual` (built before the nest)
+  /// are equal: proven, or not disproven and then asserted at run time
+  /// with `message` at `loc`.
+  LogicalResult checkSame(Value expected, Value actual, Location loc,
+                          StringRef message);
   FailureOr<Value> sizeByValueBounds(Value value, std::optional<int64_t> dim,
                                      SmallVectorImpl<func::CallOp> &calls);
   /// Whether `value` is defined before the insertion point in the entry

@@ -194,6 +194,7 @@ private:
     if (forward.branchTape.covers(value))
       return forward.branchTape.storeAndRead(
           value, TapeRead{builder, Value(), body, pass});
+    Value defined = value;
     value = forward.escape(value);
     Block *home = value.getParentBlock();
     TapeStorage *storage = forward.iterationStorageOf(value);
@@ -214,8 +215,18 @@ private:
       // whole reverse iteration can use it.
       OpBuilder reader(value.getContext());
       reader.setInsertionPointAfterValue(loop.linearIndex);
+      // A dynamically shaped tensor carried out of the branches of a loop
+      // body is stored where it is defined, in the iterations that define
+      // it (the branch op carries out an empty tensor in the others, whose
+      // size is not the buffer's); the pullback reads it in the reverse of
+      // that branch only.
+      auto tensorType = dyn_cast<RankedTensorType>(defined.getType());
+      Value stored = defined != value && storage == &forward.iterations &&
+                             tensorType && !tensorType.hasStaticShape()
+                         ? defined
+                         : value;
       Value loaded = storage->storeAndRead(
-          value, TapeRead{reader, loop.linearIndex, body, pass});
+          stored, TapeRead{reader, loop.linearIndex, body, pass});
       if (!loaded)
         return failMaterialization(value, storage);
       loop.loaded[value] = loaded;
@@ -290,6 +301,14 @@ private:
         diagnostic << " (it cannot be carried out of the region that "
                       "defines it: branch ops carry out scalars, ranked "
                       "tensors and buffers with the identity layout)";
+      auto tensorType = dyn_cast<RankedTensorType>(value.getType());
+      if (storage == &forward.iterations && tensorType &&
+          !tensorType.hasStaticShape())
+        diagnostic.attachNote(value.getLoc())
+            << "the value is defined here; its size could not be shown to "
+               "be the same in every iteration of the loop nest (sizes "
+               "taken from values defined before the loop, or from the "
+               "loop-carried tensor it is computed from, can be)";
       // A residual of a user-written rule: say which.
       auto call = dyn_cast_if_present<func::CallOp>(residualsOf);
       func::FuncOp callee = call ? lookupCallee(call) : func::FuncOp();

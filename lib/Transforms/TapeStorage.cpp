@@ -204,7 +204,13 @@ Value IterationBuffers::storeAndRead(Value value, const TapeRead &read) {
   auto tensorType = dyn_cast<RankedTensorType>(value.getType());
   if (!value.getType().isIntOrIndexOrFloat() && !tensorType)
     return Value();
-  auto scope = scopes.find(value.getParentBlock());
+  // The loop body's scope (a value defined in a branch of the body is
+  // stored where it is defined).
+  auto scope = scopes.end();
+  for (Block *block = value.getParentBlock(); block && scope == scopes.end();
+       block = block->getParentOp() ? block->getParentOp()->getBlock()
+                                    : nullptr)
+    scope = scopes.find(block);
   assert(scope != scopes.end() && "storing a value the storage covers");
   // An index the same in every iteration (a size, often) is computed before
   // the nest instead.

@@ -582,3 +582,124 @@ def test_slice_in_a_branch_of_a_deeply_nested_loop(rng, n, k):
     expected = numerical_grad(lambda x_: deep_slice_ref(x_, n, k, True), [x], [0])
     assert_grads_close(mlir_ad.grad(m.deep_slice, wrt=(0,))(x, n, k, True),
                        expected, rtol=1e-6, atol=1e-9)
+
+
+# ----------------------------------------------------------------------------
+
+SIZED_BY_ARGUMENTS = """
+// Loop-carried tensors whose sizes come from different arguments at entry
+// and in the body (an RNN state started from h0 and then sized by the
+// weights), branches of several ops, whole-tensor math, and a tensor
+// concatenated then cut back to its size. The derivative keeps each per
+// iteration: sizes it cannot prove equal are checked at run time.
+#id = affine_map<(i) -> (i)>
+func.func private @matvec(%a: tensor<?x?xf64>, %y: tensor<?xf64>) -> tensor<?xf64> {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f64
+  %m = tensor.dim %a, %c0 : tensor<?x?xf64>
+  %e = tensor.empty(%m) : tensor<?xf64>
+  %z = linalg.fill ins(%zero : f64) outs(%e : tensor<?xf64>) -> tensor<?xf64>
+  %r = linalg.matvec ins(%a, %y : tensor<?x?xf64>, tensor<?xf64>) outs(%z : tensor<?xf64>) -> tensor<?xf64>
+  return %r : tensor<?xf64>
+}
+
+func.func private @sumsq(%y: tensor<?xf64>) -> f64 {
+  %zero = arith.constant 0.0 : f64
+  %s0 = tensor.empty() : tensor<f64>
+  %s1 = linalg.fill ins(%zero : f64) outs(%s0 : tensor<f64>) -> tensor<f64>
+  %s = linalg.generic {indexing_maps = [#id, affine_map<(i) -> ()>], iterator_types = ["reduction"]}
+      ins(%y : tensor<?xf64>) outs(%s1 : tensor<f64>) {
+  ^bb0(%a: f64, %acc: f64):
+    %sq = arith.mulf %a, %a : f64
+    %n = arith.addf %acc, %sq : f64
+    linalg.yield %n : f64
+  } -> tensor<f64>
+  %v = tensor.extract %s[] : tensor<f64>
+  return %v : f64
+}
+
+// h <- tanh(W h) (math.tanh on the whole tensor); every third step
+// h <- sin(sin(h)) instead, in a branch of two ops.
+func.func @rnn(%w: tensor<?x?xf64>, %h0: tensor<?xf64>, %n: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%h = %h0) -> tensor<?xf64> {
+    %rem = arith.remui %i, %c3 : index
+    %third = arith.cmpi eq, %rem, %c0 : index
+    %next = scf.if %third -> tensor<?xf64> {
+      %s = math.sin %h : tensor<?xf64>
+      %t = math.sin %s : tensor<?xf64>
+      scf.yield %t : tensor<?xf64>
+    } else {
+      %u = func.call @matvec(%w, %h) : (tensor<?x?xf64>, tensor<?xf64>) -> tensor<?xf64>
+      %t = math.tanh %u : tensor<?xf64>
+      scf.yield %t : tensor<?xf64>
+    }
+    scf.yield %next : tensor<?xf64>
+  }
+  %v = func.call @sumsq(%r) : (tensor<?xf64>) -> f64
+  return %v : f64
+}
+
+// y <- cos(concat([c], y)[0 : len(y)]): the first element is c, the
+// others shift along.
+func.func @roll(%x: tensor<?xf64>, %c: f64, %n: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%y = %x) -> tensor<?xf64> {
+    %len = tensor.dim %y, %c0 : tensor<?xf64>
+    %head = tensor.from_elements %c : tensor<1xf64>
+    %g = tensor.concat dim(0) %head, %y : (tensor<1xf64>, tensor<?xf64>) -> tensor<?xf64>
+    %cut = tensor.extract_slice %g[0] [%len] [1] : tensor<?xf64> to tensor<?xf64>
+    %k = math.cos %cut : tensor<?xf64>
+    scf.yield %k : tensor<?xf64>
+  }
+  %v = func.call @sumsq(%r) : (tensor<?xf64>) -> f64
+  return %v : f64
+}
+"""
+
+
+def rnn_ref(w, h, n):
+    h = np.asarray(h, np.float64)
+    for i in range(n):
+        h = np.sin(np.sin(h)) if i % 3 == 0 else np.tanh(w @ h)
+    return float(np.sum(h * h))
+
+
+def roll_ref(x, c, n):
+    y = np.asarray(x, np.float64)
+    for _ in range(n):
+        y = np.cos(np.concatenate(([c], y))[:len(y)])
+    return float(np.sum(y * y))
+
+
+@pytest.mark.parametrize("size, n", [(3, 0), (3, 1), (4, 5), (1, 7)])
+def test_sizes_checked_at_run_time_branches_and_whole_tensor_math(rng, size, n):
+    m = compile_one(SIZED_BY_ARGUMENTS)
+    w = rng.uniform(-1, 1, (size, size))
+    h = rng.uniform(-1, 1, size)
+    assert m.rnn(w, h, n) == pytest.approx(rnn_ref(w, h, n), rel=1e-12)
+    expected = numerical_grad(lambda w_, h_: rnn_ref(w_, h_, n), [w, h], [0, 1])
+    assert_grads_close(mlir_ad.grad(m.rnn, wrt=(0, 1))(w, h, n), expected,
+                       rtol=1e-6, atol=1e-9)
+    x = rng.uniform(-1, 1, size)
+    assert m.roll(x, 0.3, n) == pytest.approx(roll_ref(x, 0.3, n), rel=1e-12)
+    expected = numerical_grad(lambda x_, c_: roll_ref(x_, c_, n), [x, 0.3], [0, 1])
+    assert_grads_close(mlir_ad.grad(m.roll, wrt=(0, 1))(x, 0.3, n), expected,
+                       rtol=1e-6, atol=1e-9)
+
+
+def test_size_changing_between_iterations_is_an_error_of_the_call(rng):
+    # W is 2 x 3 and h0 has 3 elements: one step (a sin step) keeps the
+    # size, but the loop's state would have 3 elements at entry and 2 after
+    # a tanh(W h) step; the derivative, which keeps the state per
+    # iteration, refuses the call (the primal runs).
+    m = compile_one(SIZED_BY_ARGUMENTS)
+    w = rng.uniform(-1, 1, (2, 3))
+    h = rng.uniform(-1, 1, 3)
+    assert m.rnn(w, h, 1) == pytest.approx(rnn_ref(w, h, 1), rel=1e-12)
+    with pytest.raises(ValueError, match="which the derivative keeps per "
+                       "iteration.*must have the same sizes"):
+        mlir_ad.grad(m.rnn, wrt=(0, 1))(w, h, 1)

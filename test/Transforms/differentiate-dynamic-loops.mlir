@@ -122,3 +122,37 @@ func.func @caller(%a: tensor<?x?xf64>, %acc: tensor<?xf64>, %dy: tensor<?xf64>) 
   %g:2 = ad.pullback %pb(%dy) : !ad.pullback<(tensor<?xf64>) -> (tensor<?x?xf64>, tensor<?xf64>)>
   return %g#0 : tensor<?x?xf64>
 }
+
+// -----
+
+// The state starts with h0's size and the body sizes it by W's rows:
+// equal sizes are what keeping it per iteration needs, and they cannot be
+// proven, so they are checked before the loop at run time.
+// CHECK-LABEL: func.func private @rnn_ad_fwd_0
+// CHECK-SAME: (%[[W:[^:]*]]: tensor<?x?xf64>, %[[H:[^:]*]]: tensor<?xf64>
+// CHECK-DAG: %[[ROWS:.*]] = tensor.dim %[[W]], %c0
+// CHECK-DAG: %[[SIZE:.*]] = tensor.dim %[[H]], %c0
+// CHECK: %[[SAME:.*]] = arith.cmpi eq, %[[ROWS]], %[[SIZE]] : index
+// CHECK: cf.assert %[[SAME]], "a tensor carried by this loop, which the derivative keeps per iteration, must have the same sizes in every iteration
+// CHECK: memref.alloc(%{{.*}}, %[[SIZE]]) : memref<?x?xf64>
+// CHECK: scf.for
+func.func @rnn(%w: tensor<?x?xf64>, %h0: tensor<?xf64>, %n: index) -> tensor<?xf64> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f64
+  %rows = tensor.dim %w, %c0 : tensor<?x?xf64>
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%h = %h0) -> tensor<?xf64> {
+    %e = tensor.empty(%rows) : tensor<?xf64>
+    %z = linalg.fill ins(%zero : f64) outs(%e : tensor<?xf64>) -> tensor<?xf64>
+    %u = linalg.matvec ins(%w, %h : tensor<?x?xf64>, tensor<?xf64>) outs(%z : tensor<?xf64>) -> tensor<?xf64>
+    %t = math.tanh %u : tensor<?xf64>
+    scf.yield %t : tensor<?xf64>
+  }
+  return %r : tensor<?xf64>
+}
+
+func.func @caller(%w: tensor<?x?xf64>, %h: tensor<?xf64>, %n: index, %dy: tensor<?xf64>) -> tensor<?x?xf64> {
+  %y, %pb = ad.forward @rnn(%w, %h, %n) : (tensor<?x?xf64>, tensor<?xf64>, index) -> (tensor<?xf64>, !ad.pullback<(tensor<?xf64>) -> (tensor<?x?xf64>, tensor<?xf64>)>)
+  %g:2 = ad.pullback %pb(%dy) : !ad.pullback<(tensor<?xf64>) -> (tensor<?x?xf64>, tensor<?xf64>)>
+  return %g#0 : tensor<?x?xf64>
+}
