@@ -229,6 +229,7 @@ InvariantSizes::sizeOfLoopValue(Value value, std::optional<int64_t> dim,
        *initial});
   FailureOr<Value> yielded =
       size(loop.getYieldedValues()[position], dim, calls);
+  bool fromAssumption = assumptions.back().used;
   assumptions.pop_back();
   if (failed(yielded))
     return failure();
@@ -236,7 +237,8 @@ InvariantSizes::sizeOfLoopValue(Value value, std::optional<int64_t> dim,
                         "a tensor carried by this loop, which the derivative "
                         "keeps per iteration, must have the same sizes in "
                         "every iteration: its size at the loop's entry "
-                        "differs from the size its body yields")))
+                        "differs from the size its body yields",
+                        /*checkAtRunTime=*/!fromAssumption)))
     return failure();
   if (calls.empty())
     known[{iterArg, *dim}] = *initial;
@@ -244,7 +246,8 @@ InvariantSizes::sizeOfLoopValue(Value value, std::optional<int64_t> dim,
 }
 
 LogicalResult InvariantSizes::checkSame(Value expected, Value actual,
-                                        Location loc, StringRef message) {
+                                        Location loc, StringRef message,
+                                        bool checkAtRunTime) {
   if (actual == expected)
     return success();
   FailureOr<bool> equal = ValueBoundsConstraintSet::areEqual(
@@ -252,6 +255,8 @@ LogicalResult InvariantSizes::checkSame(Value expected, Value actual,
       ValueBoundsConstraintSet::Variable(expected));
   if (succeeded(equal))
     return success(*equal);
+  if (!checkAtRunTime)
+    return failure();
   // Both sizes are known before the nest but their equality is not
   // provable (one taken from an argument, the other from another): it is
   // checked there, at run time.
@@ -285,11 +290,13 @@ InvariantSizes::sizeOfBranchResult(OpResult result, std::optional<int64_t> dim,
 }
 
 Value InvariantSizes::assumed(Value value, int64_t dim,
-                              ArrayRef<func::CallOp> calls) const {
-  for (const Assumption &assumption : assumptions)
+                              ArrayRef<func::CallOp> calls) {
+  for (Assumption &assumption : assumptions)
     if (assumption.value == value && assumption.dim == dim &&
-        ArrayRef<func::CallOp>(assumption.calls) == calls)
+        ArrayRef<func::CallOp>(assumption.calls) == calls) {
+      assumption.used = true;
       return assumption.size;
+    }
   return Value();
 }
 

@@ -19,7 +19,9 @@
 // Two sizes computed before the nest that upstream can neither prove equal
 // nor different (an RNN's state sized by its initial value, then by a
 // weight matrix) are checked there at run time (cf.assert: an error of the
-// call from Python).
+// call from Python), unless the size a loop body yields was found from the
+// size it assumed (a tensor growing by some amount per iteration): that is
+// a compile-time failure.
 // Anything else (a size read from memory, a size changing per iteration) is
 // a failure, reported by the caller.
 //
@@ -75,7 +77,7 @@ private:
   /// are equal: proven, or not disproven and then asserted at run time
   /// with `message` at `loc`.
   LogicalResult checkSame(Value expected, Value actual, Location loc,
-                          StringRef message);
+                          StringRef message, bool checkAtRunTime = true);
   FailureOr<Value> sizeByValueBounds(Value value, std::optional<int64_t> dim,
                                      SmallVectorImpl<func::CallOp> &calls);
   /// Whether `value` is defined before the insertion point in the entry
@@ -88,7 +90,7 @@ private:
 
   /// The size assumed for `value` (dim, or -1) while its loop is checked,
   /// when followed through `calls`, if any.
-  Value assumed(Value value, int64_t dim, ArrayRef<func::CallOp> calls) const;
+  Value assumed(Value value, int64_t dim, ArrayRef<func::CallOp> calls);
 
   OpBuilder &builder;
   Block *entry;
@@ -102,6 +104,8 @@ private:
     int64_t dim;
     SmallVector<func::CallOp> calls;
     Value size;
+    /// Whether the size of what the body yields was found from it.
+    bool used = false;
   };
   SmallVector<Assumption> assumptions;
 };

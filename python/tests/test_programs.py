@@ -703,3 +703,122 @@ def test_size_changing_between_iterations_is_an_error_of_the_call(rng):
     with pytest.raises(ValueError, match="which the derivative keeps per "
                        "iteration.*must have the same sizes"):
         mlir_ad.grad(m.rnn, wrt=(0, 1))(w, h, 1)
+
+
+# ----------------------------------------------------------------------------
+
+TWO_CALLS_OF_A_LOOP = """
+// G(a, b, k) = b when k == 0, else 2a: its loop yields a tensor of a's size
+// from an init of b's. @F calls it twice per iteration, the second time on
+// the first's result and w: the result's size is |w| or |x| depending on
+// k, and the derivative keeps it per iteration. Each call of G has its
+// own sizes (a first call's analysis once lent the second its own, and
+// kept y2 in a buffer of |w|: a wrong gradient when |w| != |x|); here
+// |x| == |w| is checked at run time.
+#id = affine_map<(i) -> (i)>
+#red = affine_map<(i) -> ()>
+func.func private @sum(%y: tensor<?xf64>) -> f64 {
+  %zero = arith.constant 0.0 : f64
+  %s0 = tensor.empty() : tensor<f64>
+  %s1 = linalg.fill ins(%zero : f64) outs(%s0 : tensor<f64>) -> tensor<f64>
+  %s = linalg.generic {indexing_maps = [#id, #red], iterator_types = ["reduction"]}
+      ins(%y : tensor<?xf64>) outs(%s1 : tensor<f64>) {
+  ^bb0(%a: f64, %acc: f64):
+    %n = arith.addf %acc, %a : f64
+    linalg.yield %n : f64
+  } -> tensor<f64>
+  %v = tensor.extract %s[] : tensor<f64>
+  return %v : f64
+}
+func.func private @twice(%a: tensor<?xf64>) -> tensor<?xf64> {
+  %c0 = arith.constant 0 : index
+  %len = tensor.dim %a, %c0 : tensor<?xf64>
+  %e = tensor.empty(%len) : tensor<?xf64>
+  %s = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%a : tensor<?xf64>) outs(%e : tensor<?xf64>) {
+  ^bb0(%v: f64, %o: f64):
+    %m = arith.addf %v, %v : f64
+    linalg.yield %m : f64
+  } -> tensor<?xf64>
+  return %s : tensor<?xf64>
+}
+// G(a, b, k) = b when k == 0, else 2a (a's size, not b's).
+func.func private @G(%a: tensor<?xf64>, %b: tensor<?xf64>, %k: index) -> tensor<?xf64> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %j = %c0 to %k step %c1 iter_args(%y = %b) -> tensor<?xf64> {
+    %s = func.call @twice(%a) : (tensor<?xf64>) -> tensor<?xf64>
+    scf.yield %s : tensor<?xf64>
+  }
+  return %r : tensor<?xf64>
+}
+func.func private @G_fwd(%a: tensor<?xf64>, %b: tensor<?xf64>, %k: index) -> (tensor<?xf64>, tensor<?xf64>, tensor<?xf64>, index) {
+  %r = func.call @G(%a, %b, %k) : (tensor<?xf64>, tensor<?xf64>, index) -> tensor<?xf64>
+  return %r, %a, %b, %k : tensor<?xf64>, tensor<?xf64>, tensor<?xf64>, index
+}
+func.func private @G_pb(%a: tensor<?xf64>, %b: tensor<?xf64>, %k: index, %dr: tensor<?xf64>) -> (tensor<?xf64>, tensor<?xf64>) {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f64
+  %pos = arith.cmpi sgt, %k, %c0 : index
+  %la = tensor.dim %a, %c0 : tensor<?xf64>
+  %lb = tensor.dim %b, %c0 : tensor<?xf64>
+  %ea = tensor.empty(%la) : tensor<?xf64>
+  %za = linalg.fill ins(%zero : f64) outs(%ea : tensor<?xf64>) -> tensor<?xf64>
+  %eb = tensor.empty(%lb) : tensor<?xf64>
+  %zb = linalg.fill ins(%zero : f64) outs(%eb : tensor<?xf64>) -> tensor<?xf64>
+  %r:2 = scf.if %pos -> (tensor<?xf64>, tensor<?xf64>) {
+    %d = func.call @twice(%dr) : (tensor<?xf64>) -> tensor<?xf64>
+    scf.yield %d, %zb : tensor<?xf64>, tensor<?xf64>
+  } else {
+    scf.yield %za, %dr : tensor<?xf64>, tensor<?xf64>
+  }
+  return %r#0, %r#1 : tensor<?xf64>, tensor<?xf64>
+}
+ad.custom_vjp @G forward @G_fwd pullback @G_pb
+
+func.func @F(%x: tensor<?xf64>, %w: tensor<?xf64>, %n: index, %k: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f64
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero) -> f64 {
+    %y1 = func.call @G(%x, %x, %k) : (tensor<?xf64>, tensor<?xf64>, index) -> tensor<?xf64>
+    %y2 = func.call @G(%y1, %w, %k) : (tensor<?xf64>, tensor<?xf64>, index) -> tensor<?xf64>
+    %len = tensor.dim %y2, %c0 : tensor<?xf64>
+    %e = tensor.empty(%len) : tensor<?xf64>
+    %sq = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+        ins(%y2 : tensor<?xf64>) outs(%e : tensor<?xf64>) {
+    ^bb0(%v: f64, %o: f64):
+      %m = arith.mulf %v, %v : f64
+      %m2 = arith.mulf %m, %acc : f64
+      %m3 = arith.addf %m2, %m : f64
+      linalg.yield %m3 : f64
+    } -> tensor<?xf64>
+    %v = func.call @sum(%sq) : (tensor<?xf64>) -> f64
+    %a2 = arith.addf %acc, %v : f64
+    scf.yield %a2 : f64
+  }
+  return %r : f64
+}
+"""
+
+
+def two_calls_ref(x, w, n, k):
+    g = lambda a, b: 2 * np.asarray(a, float) if k > 0 else np.asarray(b, float)
+    acc = 0.0
+    for _ in range(n):
+        y2 = g(g(x, x), w)
+        acc = acc + float(np.sum(y2 * y2 * acc + y2 * y2))
+    return acc
+
+
+@pytest.mark.parametrize("k", [0, 1, 2])
+def test_two_calls_of_a_function_with_a_loop(rng, k):
+    m = compile_one(TWO_CALLS_OF_A_LOOP)
+    x, w = rng.uniform(-1, 1, 3), rng.uniform(-1, 1, 3)
+    assert m.F(x, w, 2, k) == pytest.approx(two_calls_ref(x, w, 2, k), rel=1e-12)
+    expected = numerical_grad(lambda x_, w_: two_calls_ref(x_, w_, 2, k),
+                              [x, w], [0, 1])
+    assert_grads_close(mlir_ad.grad(m.F, wrt=(0, 1))(x, w, 2, k), expected,
+                       rtol=1e-6, atol=1e-9)
+    with pytest.raises(ValueError, match="must have the same sizes"):
+        mlir_ad.grad(m.F, wrt=(0, 1))(x, rng.uniform(-1, 1, 1), 2, k)
