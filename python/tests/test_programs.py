@@ -586,24 +586,10 @@ def test_slice_in_a_branch_of_a_deeply_nested_loop(rng, n, k):
 
 # ----------------------------------------------------------------------------
 
-SIZED_BY_ARGUMENTS = """
-// Loop-carried tensors whose sizes come from different arguments at entry
-// and in the body (an RNN state started from h0 and then sized by the
-// weights), branches of several ops, whole-tensor math, and a tensor
-// concatenated then cut back to its size. The derivative keeps each per
-// iteration: sizes it cannot prove equal are checked at run time.
+# The sum of squares of a vector, shared by the programs below.
+SUM_SQUARES = """
 #id = affine_map<(i) -> (i)>
-func.func private @matvec(%a: tensor<?x?xf64>, %y: tensor<?xf64>) -> tensor<?xf64> {
-  %c0 = arith.constant 0 : index
-  %zero = arith.constant 0.0 : f64
-  %m = tensor.dim %a, %c0 : tensor<?x?xf64>
-  %e = tensor.empty(%m) : tensor<?xf64>
-  %z = linalg.fill ins(%zero : f64) outs(%e : tensor<?xf64>) -> tensor<?xf64>
-  %r = linalg.matvec ins(%a, %y : tensor<?x?xf64>, tensor<?xf64>) outs(%z : tensor<?xf64>) -> tensor<?xf64>
-  return %r : tensor<?xf64>
-}
-
-func.func private @sumsq(%y: tensor<?xf64>) -> f64 {
+func.func private @sum_squares(%y: tensor<?xf64>) -> f64 {
   %zero = arith.constant 0.0 : f64
   %s0 = tensor.empty() : tensor<f64>
   %s1 = linalg.fill ins(%zero : f64) outs(%s0 : tensor<f64>) -> tensor<f64>
@@ -616,6 +602,23 @@ func.func private @sumsq(%y: tensor<?xf64>) -> f64 {
   } -> tensor<f64>
   %v = tensor.extract %s[] : tensor<f64>
   return %v : f64
+}
+"""
+
+SIZED_BY_ARGUMENTS = SUM_SQUARES + """
+// Loop-carried tensors whose sizes come from different arguments at entry
+// and in the body (an RNN state started from h0 and then sized by the
+// weights), branches of several ops, whole-tensor math, and a tensor
+// concatenated then cut back to its size. The derivative keeps each per
+// iteration: sizes it cannot prove equal are checked at run time.
+func.func private @matvec(%a: tensor<?x?xf64>, %y: tensor<?xf64>) -> tensor<?xf64> {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f64
+  %m = tensor.dim %a, %c0 : tensor<?x?xf64>
+  %e = tensor.empty(%m) : tensor<?xf64>
+  %z = linalg.fill ins(%zero : f64) outs(%e : tensor<?xf64>) -> tensor<?xf64>
+  %r = linalg.matvec ins(%a, %y : tensor<?x?xf64>, tensor<?xf64>) outs(%z : tensor<?xf64>) -> tensor<?xf64>
+  return %r : tensor<?xf64>
 }
 
 // h <- tanh(W h) (math.tanh on the whole tensor); every third step
@@ -638,7 +641,7 @@ func.func @rnn(%w: tensor<?x?xf64>, %h0: tensor<?xf64>, %n: index) -> f64 {
     }
     scf.yield %next : tensor<?xf64>
   }
-  %v = func.call @sumsq(%r) : (tensor<?xf64>) -> f64
+  %v = func.call @sum_squares(%r) : (tensor<?xf64>) -> f64
   return %v : f64
 }
 
@@ -655,7 +658,7 @@ func.func @roll(%x: tensor<?xf64>, %c: f64, %n: index) -> f64 {
     %k = math.cos %cut : tensor<?xf64>
     scf.yield %k : tensor<?xf64>
   }
-  %v = func.call @sumsq(%r) : (tensor<?xf64>) -> f64
+  %v = func.call @sum_squares(%r) : (tensor<?xf64>) -> f64
   return %v : f64
 }
 """
