@@ -334,26 +334,9 @@ def test_embedding_cross_entropy(rng, tok, target):
 
 # ----------------------------------------------------------------------------
 
-DYNAMIC_LOOPS = """
-// Dynamically shaped tensors the pullback reads in every iteration of a loop
-// nest: an iter_arg, a call's residuals, a value of a branch, an inner
-// loop's result. Each is kept in a buffer of [iterations, n] whose size is
-// proven the same in every iteration.
+# The sum of squares of a vector, shared by the programs below.
+SUM_SQUARES = """
 #id = affine_map<(i) -> (i)>
-func.func private @tanh_times(%y: tensor<?xf64>, %x: tensor<?xf64>) -> tensor<?xf64> {
-  %c0 = arith.constant 0 : index
-  %n = tensor.dim %y, %c0 : tensor<?xf64>
-  %e = tensor.empty(%n) : tensor<?xf64>
-  %r = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
-      ins(%y, %x : tensor<?xf64>, tensor<?xf64>) outs(%e : tensor<?xf64>) {
-  ^bb0(%a: f64, %b: f64, %o: f64):
-    %t = math.tanh %a : f64
-    %m = arith.mulf %t, %b : f64
-    linalg.yield %m : f64
-  } -> tensor<?xf64>
-  return %r : tensor<?xf64>
-}
-
 func.func private @sum_squares(%y: tensor<?xf64>) -> f64 {
   %zero = arith.constant 0.0 : f64
   %s0 = tensor.empty() : tensor<f64>
@@ -367,6 +350,26 @@ func.func private @sum_squares(%y: tensor<?xf64>) -> f64 {
   } -> tensor<f64>
   %v = tensor.extract %s[] : tensor<f64>
   return %v : f64
+}
+"""
+
+DYNAMIC_LOOPS = SUM_SQUARES + """
+// Dynamically shaped tensors the pullback reads in every iteration of a loop
+// nest: an iter_arg, a call's residuals, a value of a branch, an inner
+// loop's result. Each is kept in a buffer of [iterations, n] whose size is
+// proven the same in every iteration.
+func.func private @tanh_times(%y: tensor<?xf64>, %x: tensor<?xf64>) -> tensor<?xf64> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %y, %c0 : tensor<?xf64>
+  %e = tensor.empty(%n) : tensor<?xf64>
+  %r = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+      ins(%y, %x : tensor<?xf64>, tensor<?xf64>) outs(%e : tensor<?xf64>) {
+  ^bb0(%a: f64, %b: f64, %o: f64):
+    %t = math.tanh %a : f64
+    %m = arith.mulf %t, %b : f64
+    linalg.yield %m : f64
+  } -> tensor<?xf64>
+  return %r : tensor<?xf64>
 }
 
 // y <- sin(y) * w + x, n times, then twice through an inner loop of calls.
@@ -585,25 +588,6 @@ def test_slice_in_a_branch_of_a_deeply_nested_loop(rng, n, k):
 
 
 # ----------------------------------------------------------------------------
-
-# The sum of squares of a vector, shared by the programs below.
-SUM_SQUARES = """
-#id = affine_map<(i) -> (i)>
-func.func private @sum_squares(%y: tensor<?xf64>) -> f64 {
-  %zero = arith.constant 0.0 : f64
-  %s0 = tensor.empty() : tensor<f64>
-  %s1 = linalg.fill ins(%zero : f64) outs(%s0 : tensor<f64>) -> tensor<f64>
-  %s = linalg.generic {indexing_maps = [#id, affine_map<(i) -> ()>], iterator_types = ["reduction"]}
-      ins(%y : tensor<?xf64>) outs(%s1 : tensor<f64>) {
-  ^bb0(%a: f64, %acc: f64):
-    %sq = arith.mulf %a, %a : f64
-    %n = arith.addf %acc, %sq : f64
-    linalg.yield %n : f64
-  } -> tensor<f64>
-  %v = tensor.extract %s[] : tensor<f64>
-  return %v : f64
-}
-"""
 
 SIZED_BY_ARGUMENTS = SUM_SQUARES + """
 // Loop-carried tensors whose sizes come from different arguments at entry
