@@ -100,7 +100,12 @@ bool InvariantSizes::isLeaf(Value value, ArrayRef<func::CallOp> calls) const {
             SymbolTable::lookupNearestSymbolFrom(call, call.getCalleeAttr()))
       return true;
   }
-  return isa_and_nonnull<func::CallOp>(value.getDefiningOp()) ||
+  // What size() follows itself: calls, loop-carried values, branch results,
+  // elementwise ops on tensors and concatenations.
+  Operation *def = value.getDefiningOp();
+  return isa_and_nonnull<func::CallOp, scf::IfOp, tensor::ConcatOp>(def) ||
+         (def && def->hasTrait<OpTrait::Elementwise>() &&
+          isa<RankedTensorType>(value.getType())) ||
          loopOf(value);
 }
 

@@ -629,6 +629,27 @@ func.func @rnn(%w: tensor<?x?xf64>, %h0: tensor<?xf64>, %n: index) -> f64 {
   return %v : f64
 }
 
+// y <- exp(sin(y)), the generic's result sized by tensor.dim of the
+// whole-tensor sin.
+func.func @exp_sin(%x: tensor<?xf64>, %n: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%y = %x) -> tensor<?xf64> {
+    %s = math.sin %y : tensor<?xf64>
+    %len = tensor.dim %s, %c0 : tensor<?xf64>
+    %e = tensor.empty(%len) : tensor<?xf64>
+    %t = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+        ins(%s : tensor<?xf64>) outs(%e : tensor<?xf64>) {
+    ^bb0(%a: f64, %o: f64):
+      %q = math.exp %a : f64
+      linalg.yield %q : f64
+    } -> tensor<?xf64>
+    scf.yield %t : tensor<?xf64>
+  }
+  %v = func.call @sum_squares(%r) : (tensor<?xf64>) -> f64
+  return %v : f64
+}
+
 // y <- cos(concat([c], y)[0 : len(y)]): the first element is c, the
 // others shift along.
 func.func @roll(%x: tensor<?xf64>, %c: f64, %n: index) -> f64 {
@@ -676,6 +697,22 @@ def test_sizes_checked_at_run_time_branches_and_whole_tensor_math(rng, size, n):
     expected = numerical_grad(lambda x_, c_: roll_ref(x_, c_, n), [x, 0.3], [0, 1])
     assert_grads_close(mlir_ad.grad(m.roll, wrt=(0, 1))(x, 0.3, n), expected,
                        rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("size, n", [(1, 2), (5, 3)])
+def test_sizes_through_whole_tensor_math(rng, size, n):
+    m = compile_one(SIZED_BY_ARGUMENTS)
+    x = rng.uniform(-1, 1, size)
+
+    def ref(x_):
+        y = np.asarray(x_, np.float64)
+        for _ in range(n):
+            y = np.exp(np.sin(y))
+        return float(np.sum(y * y))
+
+    assert m.exp_sin(x, n) == pytest.approx(ref(x), rel=1e-12)
+    assert_grads_close(mlir_ad.grad(m.exp_sin, wrt=(0,))(x, n),
+                       numerical_grad(ref, [x], [0]), rtol=1e-6, atol=1e-9)
 
 
 def test_size_changing_between_iterations_is_an_error_of_the_call(rng):
