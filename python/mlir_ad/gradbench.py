@@ -91,6 +91,29 @@ def _flat_list(array):
     return _list(np.ravel(array))
 
 
+def _ht_input(data):
+    """(variant, arguments): the simple variant (no us) passes the model and
+    the points; the complicated one also us and the triangles."""
+    model = data["data"]["model"]
+    common = (_floats(model["base_relatives"]),
+              _floats(model["inverse_base_absolutes"]),
+              np.asarray(model["parents"], dtype=np.int64),
+              _floats(model["base_positions"]), _floats(model["weights"]),
+              -1.0 if model["is_mirrored"] else 1.0,
+              np.asarray(data["data"]["correspondences"], dtype=np.int64),
+              _floats(data["data"]["points"]))
+    theta = _floats(data["theta"])
+    if len(data["us"]) == 0:
+        return 0, (theta,) + common
+    triangles = np.asarray(model["triangles"], dtype=np.int64)
+    return 1, (theta, _floats(data["us"])) + common + (triangles,)
+
+
+def _ht_jacobian(output):
+    c, _, columns = output.shape
+    return _list(np.reshape(output, (3 * c, columns)))
+
+
 def _ba_input(data):
     """GradBench's ba data, replicated the way the eval describes (n copies
     of the camera, m of the point, p of the weight and the feature; the
@@ -190,6 +213,12 @@ EVALS = {
         variant: (variant, _saddle_input, _flat_list)
         for variant in ("ff", "fr", "rf", "rr")
     }),
+    "ht": ("ht.mlir", {
+        "objective": (("objective_simple", "objective_complicated"),
+                      _ht_input, _flat_list),
+        "jacobian": (("jacobian_simple", "jacobian_complicated"), _ht_input,
+                     _ht_jacobian),
+    }),
     "ba": ("ba.mlir", {
         "objective": ("objective", _ba_input, _ba_objective),
         "jacobian": ("jacobian", _ba_input, _ba_jacobian),
@@ -203,14 +232,19 @@ EVALS = {
 _modules = {}
 
 
+def _names(functions):
+    return functions if isinstance(functions, tuple) else (functions,)
+
+
 def load(eval_name):
     """The compiled module of an eval (cached) and its compile time in ns."""
     if eval_name not in _modules:
         start = time.perf_counter_ns()
         module = mlir_ad.compile(os.path.join(EVALS_DIR, EVALS[eval_name][0]))
         # Compile every entry now, so that no run pays for it.
-        for function, _, _ in EVALS[eval_name][1].values():
-            module[function]._call = module._entry("call", function, ())
+        for functions, _, _ in EVALS[eval_name][1].values():
+            for function in _names(functions):
+                module[function]._call = module._entry("call", function, ())
         _modules[eval_name] = (module, time.perf_counter_ns() - start)
     return _modules[eval_name]
 
@@ -218,9 +252,13 @@ def load(eval_name):
 def evaluate(eval_name, function, data):
     """(output, timings) of one evaluate message's function on its input."""
     module, _ = load(eval_name)
-    name, read, write = EVALS[eval_name][1][function]
-    fun = module[name]
+    names, read, write = EVALS[eval_name][1][function]
     args = read(data)
+    if isinstance(names, tuple):
+        # The input chooses among variants: read gave (variant, args).
+        variant, args = args
+        names = names[variant]
+    fun = module[names]
     min_runs, min_seconds = 1, 0.0
     if isinstance(data, dict):
         min_runs = int(data.get("min_runs", 1))
