@@ -208,6 +208,102 @@ def _saddle_numpy(start):
     return np.concatenate((r1, r2))
 
 
+# Parents of the 22 bones of GradBench's hand model (a wrist, then five
+# fingers of four bones).
+_HT_PARENTS = [-1, 0, 1, 2, 3, 0, 5, 6, 7, 0, 9, 10, 11, 0, 13, 14, 15, 0,
+               17, 18, 19, 0]
+
+
+def _ht_data(c, vertices=30, triangles=20, complicated=True, mirrored=False,
+             seed=31337):
+    """A synthetic hand model in GradBench's ht layout (22 bones; random
+    rigid-ish base transforms, skinning weights summing to 1) and c
+    correspondences, in the variant asked for."""
+    rng = np.random.default_rng(seed)
+    def rigid():
+        q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+        m = np.eye(4)
+        m[:3, :3] = q
+        m[:3, 3] = rng.normal(size=3)
+        return m
+    weights = rng.uniform(0, 1, (vertices, 22))
+    weights /= weights.sum(axis=1, keepdims=True)
+    positions = np.concatenate((rng.normal(size=(vertices, 3)),
+                                np.ones((vertices, 1))), axis=1)
+    model = {"bone_count": 22, "bone_names": [f"b{i}" for i in range(22)],
+             "parents": _HT_PARENTS,
+             "base_relatives": [rigid().tolist() for _ in range(22)],
+             "inverse_base_absolutes": [rigid().tolist() for _ in range(22)],
+             "base_positions": positions.tolist(), "weights": weights.tolist(),
+             "triangles": rng.integers(0, vertices, (triangles, 3)).tolist(),
+             "is_mirrored": mirrored}
+    return {"theta": rng.uniform(-0.5, 0.5, 26).tolist(),
+            "data": {"model": model,
+                     "correspondences": rng.integers(
+                         0, triangles if complicated else vertices, c).tolist(),
+                     "points": rng.normal(size=(c, 3)).tolist()},
+            "us": rng.uniform(0, 0.5, (c, 2)).tolist() if complicated else []}
+
+
+def _ht_numpy(theta, us, data):
+    """The residuals [3c] of GradBench's ht, written from ht.hpp's algorithm
+    (pose parameters, Euler angles, bone chain, skinning, mirroring, global
+    angle-axis rotation and translation)."""
+    model = data["model"]
+    pose = np.zeros((25, 3))
+    pose[0], pose[1], pose[2] = theta[0:3], 1.0, theta[3:6]
+    k, col = 6, 5
+    for _ in range(5):
+        for joint in range(3):
+            pose[col, 0] = theta[k]
+            k += 1
+            if joint == 0:
+                pose[col, 1] = theta[k]
+                k += 1
+            col += 1
+        col += 1
+    def euler(tx, ty, tz):
+        rx = np.array([[1, 0, 0], [0, np.cos(tx), -np.sin(tx)], [0, np.sin(tx), np.cos(tx)]])
+        ry = np.array([[np.cos(ty), 0, np.sin(ty)], [0, 1, 0], [-np.sin(ty), 0, np.cos(ty)]])
+        rz = np.array([[np.cos(tz), -np.sin(tz), 0], [np.sin(tz), np.cos(tz), 0], [0, 0, 1]])
+        return rz @ ry @ rx
+    absolutes, transforms = [], []
+    for b in range(22):
+        tr = np.eye(4)
+        tr[:3, :3] = euler(pose[b + 3, 0], pose[b + 3, 2], pose[b + 3, 1])
+        relative = np.asarray(model["base_relatives"][b]) @ tr
+        parent = model["parents"][b]
+        absolutes.append(relative if parent < 0 else absolutes[parent] @ relative)
+        transforms.append(absolutes[b] @ np.asarray(model["inverse_base_absolutes"][b]))
+    base = np.asarray(model["base_positions"])
+    weights = np.asarray(model["weights"])
+    positions = sum(weights[:, b:b + 1] * (base @ transforms[b].T)[:, :3]
+                    for b in range(22))
+    if model["is_mirrored"]:
+        positions[:, 0] *= -1
+    axis = np.asarray(theta[0:3])
+    norm = np.linalg.norm(axis)
+    rotation = np.eye(3)
+    if norm >= 1e-4:
+        x, y, z = axis / norm
+        s, c = np.sin(norm), np.cos(norm)
+        rotation = np.array([
+            [x * x + (1 - x * x) * c, x * y * (1 - c) - z * s, x * z * (1 - c) + y * s],
+            [x * y * (1 - c) + z * s, y * y + (1 - y * y) * c, y * z * (1 - c) - x * s],
+            [x * z * (1 - c) - y * s, z * y * (1 - c) + x * s, z * z + (1 - z * z) * c]])
+    positions = positions @ rotation.T + np.asarray(theta[3:6])
+    points = np.asarray(data["points"])
+    corr = np.asarray(data["correspondences"])
+    if len(us) == 0:
+        model_points = positions[corr]
+    else:
+        tri = np.asarray(model["triangles"])[corr]
+        u = np.asarray(us)
+        model_points = (u[:, 0:1] * positions[tri[:, 0]] + u[:, 1:2] * positions[tri[:, 1]]
+                        + (1 - u[:, 0:1] - u[:, 1:2]) * positions[tri[:, 2]])
+    return np.ravel(points - model_points)
+
+
 def _lse_numpy(x):
     x = np.asarray(x)
     return float(np.log(np.sum(np.exp(x - x.max()))) + x.max())
@@ -462,6 +558,51 @@ def test_saddle(variant):
                                    atol=1e-15)
 
 
+@pytest.mark.parametrize("c, complicated, mirrored",
+                         [(1, False, False), (7, False, True), (5, True, False),
+                          (12, True, True)])
+def test_ht(c, complicated, mirrored):
+    data = _ht_data(c, complicated=complicated, mirrored=mirrored)
+    theta, us = np.asarray(data["theta"]), np.asarray(data["us"])
+    objective = _call("ht", "objective", data)
+    want = _ht_numpy(theta, us, data["data"])
+    assert len(objective) == 3 * c
+    assert _rel_error(objective, want) <= 1e-12
+    jacobian = np.asarray(_call("ht", "jacobian", data))
+    columns = 28 if complicated else 26
+    assert jacobian.shape == (3 * c, columns)
+    # Central differences of the eval's own objective: along each theta
+    # coordinate, and (complicated) along each point's own us.
+    module, _ = gradbench.load("ht")
+    variant, args = gradbench._ht_input(data)
+    name = ("objective_simple", "objective_complicated")[variant]
+    primal = lambda *a: np.ravel(module[name](*a))
+    eps = 1e-6
+    fd = np.zeros((3 * c, columns))
+    offset = columns - 26
+    for k in range(26):
+        plus, minus = list(args), list(args)
+        plus[0] = args[0] + eps * np.eye(26)[k]
+        minus[0] = args[0] - eps * np.eye(26)[k]
+        fd[:, offset + k] = (primal(*plus) - primal(*minus)) / (2 * eps)
+    for k in range(offset):
+        direction = np.zeros_like(args[1])
+        direction[:, k] = eps
+        plus, minus = list(args), list(args)
+        plus[1] = args[1] + direction
+        minus[1] = args[1] - direction
+        fd[:, k] = (primal(*plus) - primal(*minus)) / (2 * eps)
+    assert _rel_error(jacobian, fd) <= 1e-6
+
+
+def test_ht_small_rotation_is_the_identity():
+    # Below an angle of 1e-4 the global rotation is the identity (ht.hpp).
+    data = _ht_data(3, complicated=False)
+    data["theta"][0:3] = [1e-5, -2e-5, 3e-5]
+    want = _ht_numpy(np.asarray(data["theta"]), np.asarray([]), data["data"])
+    assert _rel_error(_call("ht", "objective", data), want) <= 1e-12
+
+
 # --- the protocol -------------------------------------------------------------
 
 def _run_tool(messages):
@@ -515,6 +656,7 @@ def test_protocol_hello():
     ("ba", ("objective", "jacobian"), _ba_data(2, 3, 20)),
     ("kmeans", ("cost", "dir"), _kmeans_data(3, 20, 2)),
     ("particle", ("rr", "ff"), {"w": 0.0}),
+    ("ht", ("objective", "jacobian"), _ht_data(4)),
     ("saddle", ("fr", "rf"), {"start": [1.0, 1.0]}),
 ])
 def test_protocol_eval(eval_name, functions, data):
@@ -539,7 +681,7 @@ def test_protocol_eval(eval_name, functions, data):
         assert len(answer["timings"]) >= 3
         assert all(t["name"] == "evaluate" and isinstance(t["nanoseconds"], int)
                    for t in answer["timings"])
-    assert isinstance(primal["output"], {"ode": list, "ba": dict,
+    assert isinstance(primal["output"], {"ode": list, "ba": dict, "ht": list,
                                          "saddle": list}.get(eval_name, float))
     want, _ = gradbench.evaluate(eval_name, functions[1], data)
     assert derivative["output"] == want
