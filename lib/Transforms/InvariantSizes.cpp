@@ -4,7 +4,6 @@
 
 #include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -44,8 +43,11 @@ FailureOr<T> InvariantSizes::attempt(llvm::function_ref<FailureOr<T>()> compute)
   return failure();
 }
 
-FailureOr<SmallVector<Value>> InvariantSizes::dynamicSizes(Value shaped) {
-  return attempt<SmallVector<Value>>([&]() -> FailureOr<SmallVector<Value>> {
+FailureOr<SmallVector<Value>> InvariantSizes::dynamicSizes(Value shaped,
+                                                           bool &check) {
+  runTimeChecks = true;
+  needsCheck = false;
+  auto sizes = attempt<SmallVector<Value>>([&]() -> FailureOr<SmallVector<Value>> {
     auto type = cast<RankedTensorType>(shaped.getType());
     SmallVector<Value> sizes;
     for (int64_t dim = 0; dim < type.getRank(); ++dim) {
@@ -59,9 +61,14 @@ FailureOr<SmallVector<Value>> InvariantSizes::dynamicSizes(Value shaped) {
     }
     return sizes;
   });
+  check = needsCheck;
+  return sizes;
 }
 
 FailureOr<Value> InvariantSizes::invariantIndex(Value value) {
+  // An index that is not provably invariant is kept per iteration: no
+  // check at run time.
+  runTimeChecks = false;
   return attempt<Value>([&]() -> FailureOr<Value> {
     SmallVector<func::CallOp> calls;
     return size(value, std::nullopt, calls);
@@ -234,16 +241,14 @@ InvariantSizes::sizeOfLoopValue(Value value, std::optional<int64_t> dim,
        *initial});
   FailureOr<Value> yielded =
       size(loop.getYieldedValues()[position], dim, calls);
-  bool fromAssumption = assumptions.back().used;
   assumptions.pop_back();
   if (failed(yielded))
     return failure();
-  if (failed(checkSame(*initial, *yielded, loop.getLoc(),
-                        "a tensor carried by this loop, which the derivative "
-                        "keeps per iteration, must have the same sizes in "
-                        "every iteration: its size at the loop's entry "
-                        "differs from the size its body yields",
-                        /*checkAtRunTime=*/!fromAssumption)))
+  // A yielded size computed from the assumed one but not equal to it (one
+  // more element per iteration) changes per iteration: a failure, not a
+  // check that would fail at run time.
+  if (failed(checkSame(*initial, *yielded,
+                       /*allowCheck=*/!dependsOn(*yielded, *initial))))
     return failure();
   if (calls.empty())
     known[{iterArg, *dim}] = *initial;
@@ -251,8 +256,7 @@ InvariantSizes::sizeOfLoopValue(Value value, std::optional<int64_t> dim,
 }
 
 LogicalResult InvariantSizes::checkSame(Value expected, Value actual,
-                                        Location loc, StringRef message,
-                                        bool checkAtRunTime) {
+                                        bool allowCheck) {
   if (actual == expected)
     return success();
   FailureOr<bool> equal = ValueBoundsConstraintSet::areEqual(
@@ -260,15 +264,30 @@ LogicalResult InvariantSizes::checkSame(Value expected, Value actual,
       ValueBoundsConstraintSet::Variable(expected));
   if (succeeded(equal))
     return success(*equal);
-  if (!checkAtRunTime)
+  // Sizes known before the nest whose equality is not provable (one taken
+  // from an argument, the other from another): the stores check, in each
+  // iteration that runs, that the value has the sizes of its buffer.
+  if (!allowCheck || !runTimeChecks)
     return failure();
-  // Both sizes are known before the nest but their equality is not
-  // provable (one taken from an argument, the other from another): it is
-  // checked there, at run time.
-  Value same = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq,
-                                     actual, expected);
-  cf::AssertOp::create(builder, loc, same, message);
+  needsCheck = true;
   return success();
+}
+
+/// Whether `value` (an index built before the nest) is computed from
+/// `source` (a few levels of ops at most).
+bool InvariantSizes::dependsOn(Value value, Value source) {
+  SmallVector<Value> worklist = {value};
+  llvm::SmallPtrSet<Operation *, 16> seen;
+  while (!worklist.empty()) {
+    Value current = worklist.pop_back_val();
+    if (current == source)
+      return true;
+    Operation *def = current.getDefiningOp();
+    if (!def || def->getBlock() != entry || !seen.insert(def).second)
+      continue;
+    llvm::append_range(worklist, def->getOperands());
+  }
+  return false;
 }
 
 FailureOr<Value>
@@ -285,23 +304,17 @@ InvariantSizes::sizeOfBranchResult(OpResult result, std::optional<int64_t> dim,
   FailureOr<Value> elseSize =
       size(branch.elseYield()->getOperand(result.getResultNumber()), dim,
            calls);
-  if (failed(elseSize) ||
-      failed(checkSame(*thenSize, *elseSize, branch.getLoc(),
-                       "a tensor this branch op yields, which the derivative "
-                       "keeps per iteration of a loop, must have the same "
-                       "sizes whichever branch runs")))
+  if (failed(elseSize) || failed(checkSame(*thenSize, *elseSize)))
     return failure();
   return thenSize;
 }
 
 Value InvariantSizes::assumed(Value value, int64_t dim,
-                              ArrayRef<func::CallOp> calls) {
-  for (Assumption &assumption : assumptions)
+                              ArrayRef<func::CallOp> calls) const {
+  for (const Assumption &assumption : assumptions)
     if (assumption.value == value && assumption.dim == dim &&
-        ArrayRef<func::CallOp>(assumption.calls) == calls) {
-      assumption.used = true;
+        ArrayRef<func::CallOp>(assumption.calls) == calls)
       return assumption.size;
-    }
   return Value();
 }
 

@@ -18,10 +18,12 @@
 //  - elementwise ops on tensors (math.sin on a tensor): their operands'.
 // Two sizes computed before the nest that upstream can neither prove equal
 // nor different (an RNN's state sized by its initial value, then by a
-// weight matrix) are checked there at run time (cf.assert: an error of the
-// call from Python), unless the size a loop body yields was found from the
-// size it assumed (a tensor growing by some amount per iteration): that is
-// a compile-time failure.
+// weight matrix; two branches sized by different arguments) are taken to be
+// equal, and each store of the value checks at run time that it has its
+// buffer's sizes (cf.assert: an error of the call from Python), in the
+// iterations that run only; unless the size a loop body yields is computed
+// from the size it assumed without being equal to it (a tensor growing per
+// iteration): that is a compile-time failure.
 // Anything else (a size read from memory, a size changing per iteration) is
 // a failure, reported by the caller.
 //
@@ -50,8 +52,10 @@ public:
 
   /// The dynamic sizes of `shaped` (a ranked tensor defined in the nest), in
   /// the order of its dynamic dimensions, or failure when one of them cannot
-  /// be shown to be the same in every iteration.
-  FailureOr<SmallVector<Value>> dynamicSizes(Value shaped);
+  /// be shown to be the same in every iteration. `check` is set when the
+  /// proof assumed that two sizes computed before the nest are equal: the
+  /// stores must then check the value's sizes at run time.
+  FailureOr<SmallVector<Value>> dynamicSizes(Value shaped, bool &check);
   /// Index `value` (defined in the nest) built before the nest, or failure
   /// when it cannot be shown to be the same in every iteration.
   FailureOr<Value> invariantIndex(Value value);
@@ -74,10 +78,11 @@ private:
                                       std::optional<int64_t> dim,
                                       SmallVectorImpl<func::CallOp> &calls);
   /// Succeeds when sizes `expected` and `actual` (built before the nest)
-  /// are equal: proven, or not disproven and then asserted at run time
-  /// with `message` at `loc`.
-  LogicalResult checkSame(Value expected, Value actual, Location loc,
-                          StringRef message, bool checkAtRunTime = true);
+  /// are equal: proven, or (when `allowCheck` and the entry point allows
+  /// it) not disproven, which the stores then check at run time.
+  LogicalResult checkSame(Value expected, Value actual,
+                          bool allowCheck = true);
+  bool dependsOn(Value value, Value source);
   FailureOr<Value> sizeByValueBounds(Value value, std::optional<int64_t> dim,
                                      SmallVectorImpl<func::CallOp> &calls);
   /// Whether `value` is defined before the insertion point in the entry
@@ -90,7 +95,7 @@ private:
 
   /// The size assumed for `value` (dim, or -1) while its loop is checked,
   /// when followed through `calls`, if any.
-  Value assumed(Value value, int64_t dim, ArrayRef<func::CallOp> calls);
+  Value assumed(Value value, int64_t dim, ArrayRef<func::CallOp> calls) const;
 
   OpBuilder &builder;
   Block *entry;
@@ -104,10 +109,11 @@ private:
     int64_t dim;
     SmallVector<func::CallOp> calls;
     Value size;
-    /// Whether the size of what the body yields was found from it.
-    bool used = false;
   };
   SmallVector<Assumption> assumptions;
+  /// Whether sizes not proven equal may be checked by the stores, and
+  /// whether the current proof needs that.
+  bool runTimeChecks = false, needsCheck = false;
 };
 
 } // namespace mlir::ad::sweeps

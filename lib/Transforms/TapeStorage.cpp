@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
@@ -170,11 +171,12 @@ const IterationBuffers::Buffer *IterationBuffers::bufferOf(Value value,
   // every iteration, are computed before the nest).
   auto tensorType = dyn_cast<RankedTensorType>(value.getType());
   Buffer buffer;
+  bool checkSizes = false;
   SmallVector<int64_t> shape = {ShapedType::kDynamic};
   if (tensorType) {
     llvm::append_range(shape, tensorType.getShape());
     FailureOr<SmallVector<Value>> sizes =
-        InvariantSizes(entryBuilder).dynamicSizes(value);
+        InvariantSizes(entryBuilder).dynamicSizes(value, checkSizes);
     if (failed(sizes))
       return nullptr;
     buffer.sizes = std::move(*sizes);
@@ -188,6 +190,22 @@ const IterationBuffers::Buffer *IterationBuffers::bufferOf(Value value,
   buffer.memref = alloc;
   // Store once both the value and the iteration's index exist.
   OpBuilder storeBuilder = builderAfterBoth(value, scope.linearIndex);
+  if (checkSizes) {
+    // Sizes taken to be equal without a proof: each store checks them.
+    auto size = buffer.sizes.begin();
+    for (int64_t dim = 0; dim < tensorType.getRank(); ++dim) {
+      if (!tensorType.isDynamicDim(dim))
+        continue;
+      Value actual = tensor::DimOp::create(storeBuilder, loc, value, dim);
+      Value same = arith::CmpIOp::create(
+          storeBuilder, loc, arith::CmpIPredicate::eq, actual, *size++);
+      cf::AssertOp::create(
+          storeBuilder, loc, same,
+          "the derivative keeps this tensor in every iteration of its loop "
+          "nest, in a buffer sized before the nest, and its size changed "
+          "from one iteration to another");
+    }
+  }
   if (tensorType)
     bufferization::MaterializeInDestinationOp::create(
         storeBuilder, loc, /*result=*/Type(), value,

@@ -594,7 +594,7 @@ SIZED_BY_ARGUMENTS = SUM_SQUARES + """
 // and in the body (an RNN state started from h0 and then sized by the
 // weights), branches of several ops, whole-tensor math, and a tensor
 // concatenated then cut back to its size. The derivative keeps each per
-// iteration: sizes it cannot prove equal are checked at run time.
+// iteration: sizes it cannot prove equal are checked by each store.
 func.func private @matvec(%a: tensor<?x?xf64>, %y: tensor<?xf64>) -> tensor<?xf64> {
   %c0 = arith.constant 0 : index
   %zero = arith.constant 0.0 : f64
@@ -622,6 +622,28 @@ func.func @rnn(%w: tensor<?x?xf64>, %h0: tensor<?xf64>, %n: index) -> f64 {
       %u = func.call @matvec(%w, %h) : (tensor<?x?xf64>, tensor<?xf64>) -> tensor<?xf64>
       %t = math.tanh %u : tensor<?xf64>
       scf.yield %t : tensor<?xf64>
+    }
+    scf.yield %next : tensor<?xf64>
+  }
+  %v = func.call @sum_squares(%r) : (tensor<?xf64>) -> f64
+  return %v : f64
+}
+
+// h <- tanh(W h) in the first iteration, sin(h) after: the state changes
+// size once when W is not square (a valid program whose derivative, which
+// keeps h per iteration in one buffer, is an error of the call).
+func.func @project_once(%w: tensor<?x?xf64>, %h0: tensor<?xf64>, %n: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%h = %h0) -> tensor<?xf64> {
+    %first = arith.cmpi eq, %i, %c0 : index
+    %next = scf.if %first -> tensor<?xf64> {
+      %u = func.call @matvec(%w, %h) : (tensor<?x?xf64>, tensor<?xf64>) -> tensor<?xf64>
+      %t = math.tanh %u : tensor<?xf64>
+      scf.yield %t : tensor<?xf64>
+    } else {
+      %s = math.sin %h : tensor<?xf64>
+      scf.yield %s : tensor<?xf64>
     }
     scf.yield %next : tensor<?xf64>
   }
@@ -715,18 +737,38 @@ def test_sizes_through_whole_tensor_math(rng, size, n):
                        numerical_grad(ref, [x], [0]), rtol=1e-6, atol=1e-9)
 
 
-def test_size_changing_between_iterations_is_an_error_of_the_call(rng):
-    # W is 2 x 3 and h0 has 3 elements: one step (a sin step) keeps the
-    # size, but the loop's state would have 3 elements at entry and 2 after
-    # a tanh(W h) step; the derivative, which keeps the state per
-    # iteration, refuses the call (the primal runs).
+def test_sizes_checked_in_the_iterations_that_run(rng):
+    # W is 2 x 3 and h0 has 3 elements: the state has 3 elements until the
+    # first tanh(W h) step, 2 after. Keeping it per iteration needs one
+    # size; each store checks it, so a run in which it never changes is
+    # differentiated, and one in which it does is an error of the call.
     m = compile_one(SIZED_BY_ARGUMENTS)
     w = rng.uniform(-1, 1, (2, 3))
     h = rng.uniform(-1, 1, 3)
-    assert m.rnn(w, h, 1) == pytest.approx(rnn_ref(w, h, 1), rel=1e-12)
-    with pytest.raises(ValueError, match="which the derivative keeps per "
-                       "iteration.*must have the same sizes"):
-        mlir_ad.grad(m.rnn, wrt=(0, 1))(w, h, 1)
+    for n in (0, 1, 2):  # sin, then tanh(W h) as the last step
+        assert m.rnn(w, h, n) == pytest.approx(rnn_ref(w, h, n), rel=1e-12)
+        expected = numerical_grad(lambda w_, h_: rnn_ref(w_, h_, n), [w, h],
+                                  [0, 1])
+        assert_grads_close(mlir_ad.grad(m.rnn, wrt=(0, 1))(w, h, n),
+                           expected, rtol=1e-6, atol=1e-9)
+
+    def project_once_ref(w_, h_, n):
+        h_ = np.asarray(h_, np.float64)
+        for i in range(n):
+            h_ = np.tanh(w_ @ h_) if i == 0 else np.sin(h_)
+        return float(np.sum(h_ * h_))
+
+    assert m.project_once(w, h, 2) == pytest.approx(project_once_ref(w, h, 2),
+                                                    rel=1e-12)
+    with pytest.raises(ValueError, match="its size changed from one "
+                                         "iteration to another"):
+        mlir_ad.grad(m.project_once, wrt=(0, 1))(w, h, 2)
+    # With a square W the size never changes.
+    w = rng.uniform(-1, 1, (3, 3))
+    expected = numerical_grad(lambda w_, h_: project_once_ref(w_, h_, 3),
+                              [w, h], [0, 1])
+    assert_grads_close(mlir_ad.grad(m.project_once, wrt=(0, 1))(w, h, 3),
+                       expected, rtol=1e-6, atol=1e-9)
 
 
 # ----------------------------------------------------------------------------
@@ -737,8 +779,8 @@ TWO_CALLS_OF_A_LOOP = """
 // the first's result and w: the result's size is |w| or |x| depending on
 // k, and the derivative keeps it per iteration. Each call of G has its
 // own sizes (a first call's analysis once lent the second its own, and
-// kept y2 in a buffer of |w|: a wrong gradient when |w| != |x|); here
-// |x| == |w| is checked at run time.
+// kept y2 in a buffer of |w|: a wrong gradient when |w| != |x|); now each
+// store checks the size.
 #id = affine_map<(i) -> (i)>
 #red = affine_map<(i) -> ()>
 func.func private @sum(%y: tensor<?xf64>) -> f64 {
@@ -844,5 +886,14 @@ def test_two_calls_of_a_function_with_a_loop(rng, k):
                               [x, w], [0, 1])
     assert_grads_close(mlir_ad.grad(m.F, wrt=(0, 1))(x, w, 2, k), expected,
                        rtol=1e-6, atol=1e-9)
-    with pytest.raises(ValueError, match="must have the same sizes"):
-        mlir_ad.grad(m.F, wrt=(0, 1))(x, rng.uniform(-1, 1, 1), 2, k)
+    # With |w| != |x|, y2 has |w| elements when k == 0 and |x| otherwise:
+    # kept in a buffer sized |w|, checked by each store.
+    w1 = rng.uniform(-1, 1, 1)
+    if k == 0:
+        expected = numerical_grad(lambda x_, w_: two_calls_ref(x_, w_, 2, k),
+                                  [x, w1], [0, 1])
+        assert_grads_close(mlir_ad.grad(m.F, wrt=(0, 1))(x, w1, 2, k),
+                           expected, rtol=1e-6, atol=1e-9)
+    else:
+        with pytest.raises(ValueError, match="its size changed"):
+            mlir_ad.grad(m.F, wrt=(0, 1))(x, w1, 2, k)
