@@ -96,24 +96,34 @@ static scf::ForOp loopOf(Value value) {
   return loop;
 }
 
-bool InvariantSizes::isLeaf(Value value, ArrayRef<func::CallOp> calls) const {
-  if (calls.empty() && availableAtEntry(value))
-    return true;
-  if (!calls.empty()) {
-    func::CallOp call = calls.back();
-    auto argument = dyn_cast<BlockArgument>(value);
-    if (argument && argument.getOwner()->isEntryBlock() &&
-        argument.getOwner()->getParentOp() ==
-            SymbolTable::lookupNearestSymbolFrom(call, call.getCalleeAttr()))
-      return true;
-  }
-  // What size() follows itself: calls, loop-carried values, branch results,
-  // elementwise ops on tensors and concatenations.
+/// The argument of the innermost callee being followed that `value` is.
+static BlockArgument calleeArgument(Value value,
+                                    ArrayRef<func::CallOp> calls) {
+  auto argument = dyn_cast<BlockArgument>(value);
+  if (calls.empty() || !argument || !argument.getOwner()->isEntryBlock())
+    return nullptr;
+  func::CallOp call = calls.back();
+  if (argument.getOwner()->getParentOp() !=
+      SymbolTable::lookupNearestSymbolFrom(call, call.getCalleeAttr()))
+    return nullptr;
+  return argument;
+}
+
+/// Whether size() follows `value`'s size itself, rather than upstream's
+/// value bounds: call results, loop-carried values, and tensors that are
+/// branch results, results of elementwise ops or concatenations.
+static bool followedHere(Value value) {
   Operation *def = value.getDefiningOp();
-  return isa_and_nonnull<func::CallOp, scf::IfOp, tensor::ConcatOp>(def) ||
-         (def && def->hasTrait<OpTrait::Elementwise>() &&
-          isa<RankedTensorType>(value.getType())) ||
-         loopOf(value);
+  if (isa_and_nonnull<func::CallOp>(def) || loopOf(value))
+    return true;
+  return isa<RankedTensorType>(value.getType()) && def &&
+         (isa<scf::IfOp, tensor::ConcatOp>(def) ||
+          def->hasTrait<OpTrait::Elementwise>());
+}
+
+bool InvariantSizes::isLeaf(Value value, ArrayRef<func::CallOp> calls) const {
+  return (calls.empty() && availableAtEntry(value)) ||
+         calleeArgument(value, calls) || followedHere(value);
 }
 
 FailureOr<Value> InvariantSizes::size(Value value, std::optional<int64_t> dim,
@@ -138,58 +148,64 @@ FailureOr<Value> InvariantSizes::size(Value value, std::optional<int64_t> dim,
     return result;
   }
   // An argument of the callee being followed: the call's operand.
-  if (!calls.empty()) {
-    auto argument = dyn_cast<BlockArgument>(value);
-    if (argument && argument.getOwner()->isEntryBlock() &&
-        isa<func::FuncOp>(argument.getOwner()->getParentOp())) {
-      func::CallOp call = calls.pop_back_val();
-      FailureOr<Value> result =
-          size(call.getOperand(argument.getArgNumber()), dim, calls);
-      calls.push_back(call);
-      return result;
-    }
+  if (BlockArgument argument = calleeArgument(value, calls)) {
+    func::CallOp call = calls.pop_back_val();
+    FailureOr<Value> result =
+        size(call.getOperand(argument.getArgNumber()), dim, calls);
+    calls.push_back(call);
+    return result;
   }
   FailureOr<Value> result;
   Operation *def = value.getDefiningOp();
-  if (auto call = value.getDefiningOp<func::CallOp>()) {
-    result = sizeOfCallResult(cast<OpResult>(value), dim, calls);
-  } else if (dim && def && def->hasTrait<OpTrait::Elementwise>()) {
-    // Elementwise ops on tensors (math.sin, arith.mulf): every tensor
-    // operand has the result's shape.
-    auto shaped = llvm::find_if(def->getOperands(), [](Value operand) {
-      return isa<RankedTensorType>(operand.getType());
-    });
-    result = shaped == def->operand_end() ? FailureOr<Value>(failure())
-                                          : size(*shaped, dim, calls);
-  } else if (auto concat = dyn_cast_or_null<tensor::ConcatOp>(def);
-             concat && dim) {
-    // The sum of the operands' sizes along the concatenated dimension, the
-    // first operand's along the others.
-    if (static_cast<uint64_t>(*dim) != concat.getDim()) {
-      result = size(concat.getInputs().front(), dim, calls);
-    } else {
-      Value total;
-      for (Value input : concat.getInputs()) {
-        FailureOr<Value> part = size(input, dim, calls);
-        if (failed(part)) {
-          total = Value();
-          break;
-        }
-        total = total ? Value(arith::AddIOp::create(builder, value.getLoc(),
-                                                    total, *part))
-                      : *part;
-      }
-      result = total ? FailureOr<Value>(total) : FailureOr<Value>(failure());
-    }
-  } else if (dim && isa_and_nonnull<scf::IfOp>(def)) {
-    result = sizeOfBranchResult(cast<OpResult>(value), dim, calls);
-  } else if (loopOf(value))
-    result = sizeOfLoopValue(value, dim, calls);
-  else
+  if (!followedHere(value))
     result = sizeByValueBounds(value, dim, calls);
+  else if (loopOf(value))
+    result = sizeOfLoopValue(value, dim, calls);
+  else if (isa<func::CallOp>(def))
+    result = sizeOfCallResult(cast<OpResult>(value), dim, calls);
+  else if (!dim)
+    result = failure();
+  else if (isa<scf::IfOp>(def))
+    result = sizeOfBranchResult(cast<OpResult>(value), dim, calls);
+  else if (auto concat = dyn_cast<tensor::ConcatOp>(def))
+    result = sizeOfConcat(concat, *dim, calls);
+  else
+    result = sizeOfElementwise(def, *dim, calls);
   if (succeeded(result) && calls.empty())
     known[key] = *result;
   return result;
+}
+
+FailureOr<Value>
+InvariantSizes::sizeOfElementwise(Operation *op, int64_t dim,
+                                  SmallVectorImpl<func::CallOp> &calls) {
+  // Elementwise ops on tensors (math.sin, arith.mulf): every tensor operand
+  // has the result's shape.
+  auto shaped = llvm::find_if(op->getOperands(), [](Value operand) {
+    return isa<RankedTensorType>(operand.getType());
+  });
+  if (shaped == op->operand_end())
+    return failure();
+  return size(*shaped, dim, calls);
+}
+
+FailureOr<Value>
+InvariantSizes::sizeOfConcat(tensor::ConcatOp concat, int64_t dim,
+                             SmallVectorImpl<func::CallOp> &calls) {
+  // The first operand's size along the other dimensions, the sum of the
+  // operands' along the concatenated one.
+  if (static_cast<uint64_t>(dim) != concat.getDim())
+    return size(concat.getInputs().front(), dim, calls);
+  Value total;
+  for (Value input : concat.getInputs()) {
+    FailureOr<Value> part = size(input, dim, calls);
+    if (failed(part))
+      return failure();
+    total = total ? Value(arith::AddIOp::create(builder, concat.getLoc(),
+                                                total, *part))
+                  : *part;
+  }
+  return total;
 }
 
 FailureOr<Value>

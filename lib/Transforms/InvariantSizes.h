@@ -35,6 +35,7 @@
 #define AD_LIB_TRANSFORMS_INVARIANTSIZES_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/DenseMap.h"
@@ -74,6 +75,10 @@ private:
                                     SmallVectorImpl<func::CallOp> &calls);
   FailureOr<Value> sizeOfLoopValue(Value value, std::optional<int64_t> dim,
                                    SmallVectorImpl<func::CallOp> &calls);
+  FailureOr<Value> sizeOfElementwise(Operation *op, int64_t dim,
+                                     SmallVectorImpl<func::CallOp> &calls);
+  FailureOr<Value> sizeOfConcat(tensor::ConcatOp concat, int64_t dim,
+                                SmallVectorImpl<func::CallOp> &calls);
   FailureOr<Value> sizeOfBranchResult(OpResult result,
                                       std::optional<int64_t> dim,
                                       SmallVectorImpl<func::CallOp> &calls);
@@ -90,7 +95,7 @@ private:
   bool availableAtEntry(Value value) const;
   /// Whether the size walk of upstream stops at `value` (and this class
   /// continues): values available at entry, arguments of the innermost
-  /// followed callee, call results and scf.for iter_args and results.
+  /// followed callee, and what size() follows itself.
   bool isLeaf(Value value, ArrayRef<func::CallOp> calls) const;
 
   /// The size assumed for `value` (dim, or -1) while its loop is checked,

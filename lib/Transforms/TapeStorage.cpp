@@ -103,13 +103,13 @@ static Value iterationSlice(OpBuilder &b, Location loc, Value buffer,
 // IterationBuffers
 //===----------------------------------------------------------------------===//
 
+/// The scope of the loop body `block` is, or of the nearest loop body
+/// enclosing it (a value defined in a branch of a body belongs to it).
 const IterationBuffers::Scope *
-IterationBuffers::enclosingScope(Block *block) const {
-  for (Operation *op = block->getParentOp(); op; op = op->getParentOp()) {
-    Block *outer = op->getBlock();
-    if (!outer)
-      return nullptr;
-    auto it = scopes.find(outer);
+IterationBuffers::scopeContaining(Block *block) const {
+  for (; block; block = block->getParentOp() ? block->getParentOp()->getBlock()
+                                             : nullptr) {
+    auto it = scopes.find(block);
     if (it != scopes.end())
       return &it->second;
   }
@@ -121,7 +121,8 @@ void IterationBuffers::beginLoop(Block *forwardBody, Value iteration,
                                  OpBuilder &bodyBuilder) {
   Scope scope;
   Location loc = iteration.getLoc();
-  if (const Scope *parent = enclosingScope(forwardBody)) {
+  // The body is not a scope yet: this finds the enclosing loop's.
+  if (const Scope *parent = scopeContaining(forwardBody)) {
     scope.capacity =
         arith::MulIOp::create(entryBuilder, loc, parent->capacity, tripCount);
     Value scaled =
@@ -222,20 +223,16 @@ Value IterationBuffers::storeAndRead(Value value, const TapeRead &read) {
   auto tensorType = dyn_cast<RankedTensorType>(value.getType());
   if (!value.getType().isIntOrIndexOrFloat() && !tensorType)
     return Value();
-  // The loop body's scope (a value defined in a branch of the body is
-  // stored where it is defined).
-  auto scope = scopes.end();
-  for (Block *block = value.getParentBlock(); block && scope == scopes.end();
-       block = block->getParentOp() ? block->getParentOp()->getBlock()
-                                    : nullptr)
-    scope = scopes.find(block);
-  assert(scope != scopes.end() && "storing a value the storage covers");
+  // A value defined in a branch of a loop body is stored where it is
+  // defined, in its body's scope.
+  const Scope *scope = scopeContaining(value.getParentBlock());
+  assert(scope && "storing a value the storage covers");
   // An index the same in every iteration (a size, often) is computed before
   // the nest instead.
   if (value.getType().isIndex()) {
     auto [invariant, inserted] = invariants.try_emplace(value);
     if (inserted) {
-      OpBuilder entryBuilder = beforeNest(scope->second);
+      OpBuilder entryBuilder = beforeNest(*scope);
       FailureOr<Value> computed =
           InvariantSizes(entryBuilder).invariantIndex(value);
       if (succeeded(computed))
@@ -244,7 +241,7 @@ Value IterationBuffers::storeAndRead(Value value, const TapeRead &read) {
     if (invariant->second)
       return read.pass(invariant->second);
   }
-  const Buffer *buffer = bufferOf(value, scope->second);
+  const Buffer *buffer = bufferOf(value, *scope);
   if (!buffer)
     return Value();
   Value memref = read.pass(buffer->memref);

@@ -102,7 +102,7 @@ private:
     /// the nest.
     SmallVector<Value> sizes;
   };
-  const Scope *enclosingScope(Block *block) const;
+  const Scope *scopeContaining(Block *block) const;
   OpBuilder beforeNest(const Scope &scope);
   const Buffer *bufferOf(Value value, const Scope &scope);
 
