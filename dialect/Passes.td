@@ -237,4 +237,38 @@ def ADLegalizeForLLVMPass : Pass<"ad-legalize-for-llvm"> {
   }];
 }
 
+def ADVectorizePass : Pass<"ad-vectorize", "::mlir::func::FuncOp"> {
+  let summary = "Tile and vectorize linalg ops on buffers for the CPU";
+  let description = [{
+    Tiles every linalg op on buffers (after bufferization) with upstream
+    `scf::tileUsingSCF` and vectorizes the tiles with `linalg::vectorize`.
+    A contraction with one m and one n dimension (matmul, the adjoints of
+    matmul and matvec, batch_matmul) is tiled into 8 x 2-vector output
+    tiles with its reduction dimensions innermost and tile size 1, so each
+    reduction step is one outer product and the output tile stays in
+    registers across the reduction loop. Every other op is tiled by one
+    vector along its innermost loop. Tile loops whose trip count the tile
+    may not divide are peeled: the main loops run whole tiles of static
+    shape, vectorized without masks; partial tiles are left to
+    `convert-linalg-to-loops`. Vector ops are then lowered to 1-D loads,
+    stores and FMAs for `convert-vector-to-llvm`.
+    Run after bufferization, before `convert-linalg-to-loops`.
+  }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"0",
+           "Width of a vector register in bits (0: the host's: 512 with "
+           "AVX-512, 256 with AVX, 128 otherwise)">,
+    Option<"contractions", "contractions", "bool", /*default=*/"true",
+           "Tile and vectorize contractions">,
+    Option<"elementwise", "elementwise", "bool", /*default=*/"true",
+           "Tile and vectorize the other linalg ops (elementwise, "
+           "reductions, broadcasts)">,
+  ];
+  let dependentDialects = ["::mlir::affine::AffineDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 #endif // AD_PASSES_TD

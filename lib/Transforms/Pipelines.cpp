@@ -40,6 +40,7 @@ static void addBufferization(OpPassManager &pm) {
   pm.addPass(bufferization::createOneShotBufferizePass(options));
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createConvertBufferizationToMemRefPass());
+  pm.addNestedPass<func::FuncOp>(ad::createADVectorizePass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
 }
 

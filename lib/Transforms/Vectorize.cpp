@@ -1,0 +1,418 @@
+//===- Vectorize.cpp - tiled, vectorized linalg on buffers ------*- C++ -*-===//
+//
+// ad-vectorize: code generation for the linalg ops bufferization leaves,
+// before the rest are lowered to scalar loops.
+//
+// Every linalg op on buffers is tiled with upstream `scf::tileUsingSCF`:
+//  - a contraction (matmul, matvec-like adjoints with an m and an n
+//    dimension, batch_matmul) into MR x NR tiles of its output, reduction
+//    dimensions innermost with tile size 1, so that vectorizing a tile gives
+//    one outer product per reduction step and the output tile stays in
+//    registers across the reduction loop (hoisted out of it);
+//  - any other op (elementwise, reductions, broadcasts) into tiles of one
+//    vector along its innermost loop.
+// The loops whose trip count the tile does not divide are peeled, so the
+// main loops run whole tiles of static shape, vectorized without masks; the
+// remainders are vectorized with masks when upstream vectorization accepts
+// them, and left as scalar loops otherwise. The vector ops are then lowered
+// to 1-D loads, stores and FMAs for convert-vector-to-llvm.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ad/Transforms/Passes.h"
+
+#include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
+#include "mlir/Dialect/Linalg/Transforms/Hoisting.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/MemRef/Transforms/Transforms.h"
+#include "mlir/Dialect/Utils/IndexingUtils.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Dialect/SCF/Transforms/Transforms.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/Vector/Transforms/LoweringPatterns.h"
+#include "mlir/Dialect/Vector/Transforms/VectorRewritePatterns.h"
+#include "mlir/IR/Dominance.h"
+#include "mlir/Transforms/CSE.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/TargetParser/Host.h"
+
+namespace mlir::ad {
+#define GEN_PASS_DEF_ADVECTORIZEPASS
+#include "ad/IR/Passes.h.inc"
+} // namespace mlir::ad
+
+using namespace mlir;
+
+namespace {
+/// The widest vector register of the host: 512 bits with AVX-512, 256 with
+/// AVX, 128 otherwise.
+static unsigned hostVectorBits() {
+  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+  if (features.lookup("avx512f"))
+    return 512;
+  if (features.lookup("avx"))
+    return 256;
+  return 128;
+}
+
+/// The widest element of the op's operands in bits, or nullopt when one is
+/// not an integer or float scalar (complex, index, vectors) or not a whole
+/// number of bytes: a buffer of i1 holds a byte per element, a vector of i1
+/// loaded from it would read bits.
+static std::optional<unsigned> widestElement(linalg::LinalgOp op) {
+  unsigned widest = 0;
+  for (OpOperand &operand : op->getOpOperands()) {
+    Type type = getElementTypeOrSelf(operand.get().getType());
+    if (!isa<FloatType, IntegerType>(type) ||
+        type.getIntOrFloatBitWidth() % 8 != 0)
+      return std::nullopt;
+    widest = std::max(widest, type.getIntOrFloatBitWidth());
+  }
+  if (widest == 0)
+    return std::nullopt;
+  return widest;
+}
+
+/// The tile of one loop: `preferred`, or the loop's static size when that is
+/// smaller (no remainder, and a vector no longer than the loop).
+static int64_t clampTile(int64_t preferred, int64_t staticSize) {
+  if (ShapedType::isDynamic(staticSize))
+    return preferred;
+  return std::max<int64_t>(1, std::min(preferred, staticSize));
+}
+
+/// How one op is tiled: a tile size per loop (all nonzero) and the order of
+/// the tile loops.
+struct TilePlan {
+  SmallVector<int64_t> sizes;
+  SmallVector<int64_t> interchange;
+  bool contraction = false;
+};
+
+static std::optional<TilePlan> planTiles(linalg::LinalgOp op,
+                                         unsigned vectorBits) {
+  if (!op.hasPureBufferSemantics() || op.getNumLoops() == 0)
+    return std::nullopt;
+  std::optional<unsigned> bits = widestElement(op);
+  if (!bits)
+    return std::nullopt;
+  int64_t lanes = std::max<unsigned>(1, vectorBits / *bits);
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  unsigned numLoops = op.getNumLoops();
+  TilePlan plan;
+  plan.sizes.assign(numLoops, 1);
+
+  if (linalg::isaContractionOpInterface(op)) {
+    FailureOr<linalg::ContractionDimensions> dims =
+        linalg::inferContractionDims(op);
+    if (succeeded(dims) && dims->m.size() == 1 && dims->n.size() == 1 &&
+        !dims->k.empty()) {
+      // MR rows of the output by NR columns (two vectors) in registers:
+      // 8 x 16 f64 is 16 of AVX-512's 32 registers.
+      unsigned m = dims->m.front(), n = dims->n.front();
+      plan.sizes[m] = clampTile(8, ranges[m]);
+      plan.sizes[n] = clampTile(2 * lanes, ranges[n]);
+      for (unsigned b : dims->batch)
+        plan.interchange.push_back(b);
+      plan.interchange.push_back(m);
+      plan.interchange.push_back(n);
+      for (unsigned k : dims->k)
+        plan.interchange.push_back(k);
+      plan.contraction = true;
+      return plan;
+    }
+  }
+  plan.sizes.back() = clampTile(lanes, ranges.back());
+  return plan;
+}
+
+/// Tiles `op` as `plan` says and peels the tile loops whose trip count the
+/// tile may not divide. Returns the tiled op of the main (unpeeled) loops.
+static FailureOr<linalg::LinalgOp> tileAndPeel(RewriterBase &rewriter,
+                                               linalg::LinalgOp op,
+                                               const TilePlan &plan,
+                                               StringAttr marker,
+                                               StringAttr reductionMarker) {
+  scf::SCFTilingOptions options;
+  options.setLoopType(scf::SCFTilingOptions::LoopType::ForOp);
+  SmallVector<OpFoldResult> sizes =
+      getAsIndexOpFoldResult(rewriter.getContext(), plan.sizes);
+  options.setTileSizes(sizes);
+  if (!plan.interchange.empty())
+    options.setInterchange(plan.interchange);
+  rewriter.setInsertionPoint(op);
+  FailureOr<scf::SCFTilingResult> tiled =
+      scf::tileUsingSCF(rewriter, cast<TilingInterface>(op.getOperation()),
+                        options);
+  if (failed(tiled) || tiled->tiledOps.size() != 1)
+    return failure();
+  rewriter.eraseOp(op);
+  // Peeling clones the tile into the remainder loops: all copies are marked
+  // (true for a contraction).
+  tiled->tiledOps.front()->setAttr(marker,
+                                   rewriter.getBoolAttr(plan.contraction));
+  // A contraction's reduction loops (innermost) carry its output tile.
+  if (plan.contraction) {
+    unsigned numParallel = llvm::count_if(
+        plan.interchange, [&](int64_t dim) {
+          return op.getIteratorTypesArray()[dim] ==
+                 utils::IteratorType::parallel;
+        });
+    for (LoopLikeOpInterface loop :
+         ArrayRef(tiled->loops).drop_front(numParallel))
+      loop->setAttr(reductionMarker, rewriter.getUnitAttr());
+  }
+  for (LoopLikeOpInterface loop : tiled->loops) {
+    auto forOp = dyn_cast<scf::ForOp>(loop.getOperation());
+    if (!forOp)
+      continue;
+    scf::ForOp partial;
+    (void)scf::peelForLoopAndSimplifyBounds(rewriter, forOp, partial);
+  }
+  return cast<linalg::LinalgOp>(tiled->tiledOps.front());
+}
+
+/// The buffer `value` is a view of.
+static Value rootBuffer(Value value) {
+  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
+    value = view.getViewSource();
+  return value;
+}
+
+/// Whether two distinct root buffers cannot overlap: one of them is an
+/// allocation (function arguments may be the same buffer).
+static bool disjointBuffers(Value a, Value b) {
+  auto isAllocation = [](Value v) {
+    return isa_and_nonnull<memref::AllocOp, memref::AllocaOp>(
+        v.getDefiningOp());
+  };
+  return a != b && (isAllocation(a) || isAllocation(b));
+}
+
+/// Keeps the output tile of a vectorized contraction in registers across
+/// the reduction loop `loop`: a transfer_read and a transfer_write of the
+/// same indices of a buffer that nothing else in the loop touches, and that
+/// no other buffer the loop reads can overlap, become a read before the
+/// loop, a value carried by the loop and a write after it. (Upstream
+/// `hoistRedundantVectorTransfers` refuses any buffer that has a subview
+/// anywhere, which the peeled remainder tiles always have.)
+static bool hoistOutputTile(RewriterBase &rewriter, scf::ForOp loop) {
+  moveLoopInvariantCode(cast<LoopLikeOpInterface>(loop.getOperation()));
+  Block *body = loop.getBody();
+  for (auto write : body->getOps<vector::TransferWriteOp>()) {
+    Value base = write.getBase();
+    if (!isa<MemRefType>(base.getType()) || !loop.isDefinedOutsideOfLoop(base))
+      continue;
+    vector::TransferReadOp read;
+    for (auto candidate : body->getOps<vector::TransferReadOp>()) {
+      if (candidate.getBase() == base &&
+          candidate.getIndices() == write.getIndices() &&
+          candidate.getVectorType() == write.getVectorType() &&
+          candidate.getPermutationMap() == write.getPermutationMap() &&
+          !candidate.getMask() && !write.getMask() &&
+          candidate->isBeforeInBlock(write))
+        read = candidate;
+    }
+    if (!read || !llvm::all_of(read->getOperands(), [&](Value v) {
+          return loop.isDefinedOutsideOfLoop(v);
+        }))
+      continue;
+    // Nothing else in the loop touches the tile's buffer, and no buffer
+    // the loop reads or writes may overlap it.
+    Value root = rootBuffer(base);
+    bool safe = true;
+    loop.getBody()->walk([&](Operation *op) {
+      if (op == read || op == write)
+        return;
+      for (Value operand : op->getOperands())
+        if (isa<BaseMemRefType>(operand.getType()) &&
+            !disjointBuffers(root, rootBuffer(operand)))
+          safe = false;
+    });
+    if (!safe)
+      continue;
+    rewriter.moveOpBefore(read, loop);
+    rewriter.moveOpAfter(write, loop);
+    NewYieldValuesFn yield = [&](OpBuilder &, Location,
+                                 ArrayRef<BlockArgument>) {
+      return SmallVector<Value>{write.getVector()};
+    };
+    FailureOr<LoopLikeOpInterface> newLoop =
+        cast<LoopLikeOpInterface>(loop.getOperation())
+            .replaceWithAdditionalYields(rewriter, read.getVector(),
+                                         /*replaceInitOperandUsesInLoop=*/true,
+                                         yield);
+    if (failed(newLoop))
+      return false;
+    rewriter.modifyOpInPlace(write, [&] {
+      write.getValueToStoreMutable().assign(
+          newLoop->getOperation()->getResults().back());
+    });
+    return true;
+  }
+  return false;
+}
+
+/// Whether every operand of `op` has a static shape.
+static bool hasStaticShapes(linalg::LinalgOp op) {
+  return llvm::all_of(op->getOperandTypes(), [](Type type) {
+    auto shaped = dyn_cast<ShapedType>(type);
+    return !shaped || shaped.hasStaticShape();
+  });
+}
+
+/// Applies `populate`'s patterns to `root` until nothing changes.
+static void applyPatterns(Operation *root,
+                          function_ref<void(RewritePatternSet &)> populate) {
+  RewritePatternSet patterns(root->getContext());
+  populate(patterns);
+  (void)applyPatternsGreedily(root, std::move(patterns));
+}
+
+/// `math.fpowi` on vectors, one element at a time: its LLVM intrinsic
+/// takes one exponent for the whole vector.
+struct ScalarizeVectorFPowI : OpRewritePattern<math::FPowIOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(math::FPowIOp op,
+                                PatternRewriter &rewriter) const override {
+    auto type = dyn_cast<VectorType>(op.getType());
+    if (!type || type.isScalable())
+      return failure();
+    Location loc = op.getLoc();
+    SmallVector<Value> elements;
+    SmallVector<int64_t> strides = computeStrides(type.getShape());
+    for (int64_t linear = 0; linear < type.getNumElements(); ++linear) {
+      SmallVector<int64_t> position = delinearize(linear, strides);
+      Value base = vector::ExtractOp::create(rewriter, loc, op.getLhs(),
+                                             position);
+      Value power = vector::ExtractOp::create(rewriter, loc, op.getRhs(),
+                                              position);
+      elements.push_back(math::FPowIOp::create(rewriter, loc, base, power,
+                                               op.getFastmathAttr()));
+    }
+    rewriter.replaceOpWithNewOp<vector::FromElementsOp>(op, type, elements);
+    return success();
+  }
+};
+
+/// Lowers the vector ops vectorization produced to what
+/// convert-vector-to-llvm takes: contractions to FMAs of outer products,
+/// n-D transfers to unrolled 1-D loads and stores.
+static void lowerVectorOps(Operation *root) {
+  applyPatterns(root, [](RewritePatternSet &patterns) {
+    vector::populateVectorContractLoweringPatterns(
+        patterns, vector::VectorContractLowering::OuterProduct);
+    vector::populateVectorOuterProductLoweringPatterns(patterns);
+  });
+  applyPatterns(root, [](RewritePatternSet &patterns) {
+    vector::populateVectorTransferPermutationMapLoweringPatterns(patterns);
+  });
+  applyPatterns(root, [](RewritePatternSet &patterns) {
+    vector::populateVectorMultiReductionLoweringPatterns(
+        patterns, vector::VectorMultiReductionLowering::InnerParallel);
+  });
+  applyPatterns(root, [](RewritePatternSet &patterns) {
+    VectorTransferToSCFOptions options;
+    options.enableFullUnroll();
+    populateVectorToSCFConversionPatterns(patterns, options);
+  });
+  applyPatterns(root, [](RewritePatternSet &patterns) {
+    vector::populateVectorTransferLoweringPatterns(patterns,
+                                                   /*maxTransferRank=*/1);
+    vector::populateVectorShapeCastLoweringPatterns(patterns);
+    vector::populateVectorTransposeLoweringPatterns(
+        patterns, vector::VectorTransposeLowering::Shuffle1D);
+    vector::populateVectorBroadcastLoweringPatterns(patterns);
+    vector::populateVectorMaskOpLoweringPatterns(patterns);
+    patterns.add<ScalarizeVectorFPowI>(patterns.getContext());
+  });
+}
+
+struct ADVectorizePass
+    : mlir::ad::impl::ADVectorizePassBase<ADVectorizePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    unsigned bits = vectorBits ? unsigned(vectorBits) : hostVectorBits();
+    IRRewriter rewriter(func.getContext());
+
+    // Tile first, then vectorize: peeling leaves constant tile sizes that
+    // canonicalization turns into static subview types.
+    SmallVector<linalg::LinalgOp> ops;
+    func.walk([&](linalg::LinalgOp op) { ops.push_back(op); });
+    StringAttr marker = rewriter.getStringAttr("__ad_vectorize__");
+    StringAttr reductionMarker =
+        rewriter.getStringAttr("__ad_vectorize_reduction__");
+    for (linalg::LinalgOp op : ops) {
+      std::optional<TilePlan> plan = planTiles(op, bits);
+      if (!plan || (plan->contraction && !contractions) ||
+          (!plan->contraction && !elementwise))
+        continue;
+      (void)tileAndPeel(rewriter, op, *plan, marker, reductionMarker);
+    }
+    applyPatterns(func, [&](RewritePatternSet &patterns) {
+      MLIRContext *ctx = func.getContext();
+      memref::SubViewOp::getCanonicalizationPatterns(patterns, ctx);
+      affine::AffineMinOp::getCanonicalizationPatterns(patterns, ctx);
+      affine::AffineApplyOp::getCanonicalizationPatterns(patterns, ctx);
+      memref::CastOp::getCanonicalizationPatterns(patterns, ctx);
+      for (RegisteredOperationName name : ctx->getRegisteredOperations())
+        if (name.getDialectNamespace() == "linalg")
+          name.getCanonicalizationPatterns(patterns, ctx);
+    });
+
+    // Whole tiles of static shape are vectorized as they are; partial tiles
+    // (dynamic sizes bounded by the tile) with masks, where allowed.
+    SmallVector<std::pair<linalg::LinalgOp, bool>> tiles;
+    func.walk([&](linalg::LinalgOp op) {
+      if (auto contraction = op->getAttrOfType<BoolAttr>(marker)) {
+        op->removeAttr(marker);
+        tiles.push_back({op, contraction.getValue()});
+      }
+    });
+    for (auto [op, contraction] : tiles) {
+      if (!hasStaticShapes(op))
+        continue;
+      if (failed(linalg::vectorizeOpPrecondition(op)))
+        continue;
+      rewriter.setInsertionPoint(op);
+      // Contractions become vector.contract (lowered to outer products),
+      // not a broadcast product followed by a reduction.
+      FailureOr<linalg::VectorizationResult> result = linalg::vectorize(
+          rewriter, op, /*inputVectorSizes=*/{}, /*inputScalableVecDims=*/{},
+          /*vectorizeNDExtract=*/false, /*flatten1DDepthwiseConv=*/false,
+          /*assumeDynamicDimsMatchVecSizes=*/false,
+          /*createNamedContraction=*/contraction);
+      if (failed(result))
+        continue;
+      rewriter.replaceOp(op, result->replacements);
+    }
+
+    // The output tile of a contraction stays in registers across the
+    // reduction loops: its read and write are hoisted out of them once they
+    // address the buffer itself, not a subview, with the same index values
+    // (constants deduplicated, CSE).
+    applyPatterns(func, [](RewritePatternSet &patterns) {
+      memref::populateFoldMemRefAliasOpPatterns(patterns);
+    });
+    DominanceInfo dominance(func);
+    eliminateCommonSubExpressions(rewriter, dominance, func);
+    SmallVector<scf::ForOp> reductionLoops;
+    func.walk([&](scf::ForOp loop) { // innermost first
+      if (loop->removeAttr(reductionMarker))
+        reductionLoops.push_back(loop);
+    });
+    for (scf::ForOp loop : reductionLoops) {
+      // A hoist replaces the loop; the hoisted pair may go on outward
+      // through the enclosing reduction loop.
+      (void)hoistOutputTile(rewriter, loop);
+    }
+    lowerVectorOps(func);
+  }
+};
+} // namespace
