@@ -568,7 +568,10 @@ RuntimeState::lowerAndJit(ModuleOp module, StringRef entryName,
   engineOptions.jitCodeGenOptLevel = codeGenLevel;
   engineOptions.sharedLibPaths = libraries;
   engineOptions.enableGDBNotificationListener = false;
-  engineOptions.enablePerfNotificationListener = false;
+  // MLIR_AD_PERF=1 lets `perf record -k 1` + `perf inject --jit` name the
+  // compiled functions.
+  engineOptions.enablePerfNotificationListener =
+      std::getenv("MLIR_AD_PERF") != nullptr;
   llvm::Expected<std::unique_ptr<ExecutionEngine>> engine =
       ExecutionEngine::create(module, engineOptions, std::move(*machine));
   if (!engine) {

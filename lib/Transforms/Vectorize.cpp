@@ -91,7 +91,70 @@ struct TilePlan {
   SmallVector<int64_t> sizes;
   SmallVector<int64_t> interchange;
   bool contraction = false;
+  /// The input to copy, transposed so that the wide tile dimension is its
+  /// innermost.
+  std::optional<unsigned> packOperand;
 };
+
+/// Replaces input `number` of the contraction `op` by a copy whose
+/// dimensions are permuted so that the one indexed by `inner` is innermost,
+/// freed after the op. Returns the op (its generic form if it was named).
+static FailureOr<linalg::LinalgOp>
+packInput(RewriterBase &rewriter, linalg::LinalgOp op, unsigned number) {
+  auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+  if (!generic) {
+    rewriter.setInsertionPoint(op);
+    FailureOr<linalg::GenericOp> generalized =
+        linalg::generalizeNamedOp(rewriter, op);
+    if (failed(generalized))
+      return failure();
+    generic = *generalized;
+  }
+  OpOperand &operand = generic->getOpOperand(number);
+  auto type = dyn_cast<MemRefType>(operand.get().getType());
+  AffineMap outputMap =
+      generic.getMatchingIndexingMap(generic.getDpsInitOperand(0));
+  AffineExpr inner = outputMap.getResults().back();
+  AffineMap map = generic.getMatchingIndexingMap(&operand);
+  std::optional<unsigned> position = map.getResultPosition(inner);
+  if (!type || !position)
+    return failure();
+  SmallVector<int64_t> permutation;
+  for (unsigned i = 0, e = map.getNumResults(); i < e; ++i)
+    if (i != *position)
+      permutation.push_back(i);
+  permutation.push_back(*position);
+
+  Location loc = generic.getLoc();
+  rewriter.setInsertionPoint(generic);
+  SmallVector<int64_t> shape;
+  SmallVector<Value> dynamicSizes;
+  for (int64_t i : permutation) {
+    shape.push_back(type.getDimSize(i));
+    if (type.isDynamicDim(i))
+      dynamicSizes.push_back(
+          memref::DimOp::create(rewriter, loc, operand.get(), i));
+  }
+  auto packedType = MemRefType::get(shape, type.getElementType());
+  Value packed = memref::AllocOp::create(rewriter, loc, packedType,
+                                         dynamicSizes,
+                                         rewriter.getI64IntegerAttr(64));
+  linalg::TransposeOp::create(rewriter, loc, operand.get(), packed,
+                              permutation);
+  SmallVector<AffineExpr> results;
+  for (int64_t i : permutation)
+    results.push_back(map.getResult(i));
+  SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
+  maps[number] = AffineMap::get(map.getNumDims(), map.getNumSymbols(),
+                                results, rewriter.getContext());
+  rewriter.modifyOpInPlace(generic, [&] {
+    operand.set(packed);
+    generic.setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(maps));
+  });
+  rewriter.setInsertionPointAfter(generic);
+  memref::DeallocOp::create(rewriter, loc, packed);
+  return cast<linalg::LinalgOp>(generic.getOperation());
+}
 
 static std::optional<TilePlan> planTiles(linalg::LinalgOp op,
                                          unsigned vectorBits) {
@@ -106,23 +169,40 @@ static std::optional<TilePlan> planTiles(linalg::LinalgOp op,
   TilePlan plan;
   plan.sizes.assign(numLoops, 1);
 
-  if (linalg::isaContractionOpInterface(op)) {
+  if (linalg::isaContractionOpInterface(op) && op.getNumDpsInits() == 1) {
     FailureOr<linalg::ContractionDimensions> dims =
         linalg::inferContractionDims(op);
+    AffineMap outputMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+    AffineDimExpr innerExpr(nullptr);
+    if (outputMap.getNumResults() != 0)
+      innerExpr = dyn_cast<AffineDimExpr>(outputMap.getResults().back());
     if (succeeded(dims) && dims->m.size() == 1 && dims->n.size() == 1 &&
-        !dims->k.empty()) {
-      // MR rows of the output by NR columns (two vectors) in registers:
-      // 8 x 16 f64 is 16 of AVX-512's 32 registers.
-      unsigned m = dims->m.front(), n = dims->n.front();
-      plan.sizes[m] = clampTile(8, ranges[m]);
-      plan.sizes[n] = clampTile(2 * lanes, ranges[n]);
+        !dims->k.empty() && innerExpr) {
+      // The output's innermost dimension (contiguous in memory) is the wide
+      // one: NR = two vectors of it by MR = 8 of the other, 8 x 16 f64 in
+      // 16 of AVX-512's 32 registers.
+      unsigned wide = innerExpr.getPosition();
+      unsigned narrow = wide == dims->n.front() ? dims->m.front()
+                                                : dims->n.front();
+      plan.sizes[narrow] = clampTile(8, ranges[narrow]);
+      plan.sizes[wide] = clampTile(2 * lanes, ranges[wide]);
       for (unsigned b : dims->batch)
         plan.interchange.push_back(b);
-      plan.interchange.push_back(m);
-      plan.interchange.push_back(n);
+      plan.interchange.push_back(narrow);
+      plan.interchange.push_back(wide);
       for (unsigned k : dims->k)
         plan.interchange.push_back(k);
       plan.contraction = true;
+      // The input indexed by the wide dimension is read a vector at a time
+      // along it: when that is not its innermost dimension (A B^T), a
+      // transposed copy makes the reads contiguous.
+      for (OpOperand *input : op.getDpsInputOperands()) {
+        AffineMap map = op.getMatchingIndexingMap(input);
+        if (!map.getResultPosition(innerExpr))
+          continue;
+        if (map.getResults().back() != innerExpr)
+          plan.packOperand = input->getOperandNumber();
+      }
       return plan;
     }
   }
@@ -299,10 +379,47 @@ struct ScalarizeVectorFPowI : OpRewritePattern<math::FPowIOp> {
   }
 };
 
+/// Puts the operand of a `vector.contract` indexed by the output's outer
+/// dimension first, which the outer-product lowering needs to keep the
+/// output tile's rows as they are (else it transposes the tile at every
+/// step). The product commutes, so the result is the same.
+struct ContractNarrowOperandFirst : OpRewritePattern<vector::ContractionOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(vector::ContractionOp op,
+                                PatternRewriter &rewriter) const override {
+    if (op.getKind() != vector::CombiningKind::ADD ||
+        isa<vector::MaskOp>(op->getParentOp()))
+      return failure();
+    SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+    AffineMap output = maps[2];
+    if (output.getNumResults() < 2)
+      return failure();
+    AffineExpr outer = output.getResult(output.getNumResults() - 2);
+    if (maps[0].getResultPosition(outer) || !maps[1].getResultPosition(outer))
+      return failure();
+    std::swap(maps[0], maps[1]);
+    rewriter.replaceOpWithNewOp<vector::ContractionOp>(
+        op, op.getRhs(), op.getLhs(), op.getAcc(),
+        rewriter.getAffineMapArrayAttr(maps), op.getIteratorTypes(),
+        op.getKind());
+    return success();
+  }
+};
+
 /// Lowers the vector ops vectorization produced to what
 /// convert-vector-to-llvm takes: contractions to FMAs of outer products,
 /// n-D transfers to unrolled 1-D loads and stores.
 static void lowerVectorOps(Operation *root) {
+  // A contraction vectorized from a generic op is a product of broadcasts
+  // (reads with broadcasting maps) reduced along k: folded back into one
+  // vector.contract.
+  applyPatterns(root, [](RewritePatternSet &patterns) {
+    vector::populateVectorTransferPermutationMapLoweringPatterns(patterns);
+  });
+  applyPatterns(root, [](RewritePatternSet &patterns) {
+    vector::populateVectorReductionToContractPatterns(patterns);
+    patterns.add<ContractNarrowOperandFirst>(patterns.getContext());
+  });
   applyPatterns(root, [](RewritePatternSet &patterns) {
     vector::populateVectorContractLoweringPatterns(
         patterns, vector::VectorContractLowering::OuterProduct);
@@ -353,6 +470,27 @@ struct ADVectorizePass
       if (!plan || (plan->contraction && !contractions) ||
           (!plan->contraction && !elementwise))
         continue;
+      if (plan->packOperand) {
+        FailureOr<linalg::LinalgOp> packed =
+            packInput(rewriter, op, *plan->packOperand);
+        if (succeeded(packed))
+          op = *packed;
+      }
+      // A generic contraction's loops in the order of the tile loops
+      // (batch, narrow, wide, reduction): its vectorized tile then folds
+      // into a vector.contract the outer-product lowering takes.
+      if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+          generic && plan->contraction) {
+        SmallVector<unsigned> order(plan->interchange.begin(),
+                                    plan->interchange.end());
+        FailureOr<linalg::GenericOp> interchanged =
+            linalg::interchangeGenericOp(rewriter, generic, order);
+        if (succeeded(interchanged)) {
+          op = *interchanged;
+          plan->sizes = applyPermutation(plan->sizes, plan->interchange);
+          plan->interchange.clear();
+        }
+      }
       (void)tileAndPeel(rewriter, op, *plan, marker, reductionMarker);
     }
     applyPatterns(func, [&](RewritePatternSet &patterns) {
