@@ -271,4 +271,28 @@ def ADVectorizePass : Pass<"ad-vectorize", "::mlir::func::FuncOp"> {
                            "::mlir::vector::VectorDialect"];
 }
 
+def ADVectorMathPass : Pass<"ad-vector-math", "::mlir::ModuleOp"> {
+  let summary = "Compute math ops on vectors with glibc's libmvec";
+  let description = [{
+    Replaces each `math` op on a vector of f32 or f64 (exp, exp2, expm1,
+    log, log2, log10, log1p, sin, cos, tan, sinh, cosh, tanh, asin, acos,
+    atan, asinh, acosh, atanh, erf, erfc, cbrt, atan2, powf) by calls of
+    the function of glibc's vector math library (libmvec, part of libc6)
+    that computes it on one vector register at a time, for example
+    `_ZGVeN8v_tanh` on 8 f64 with AVX-512. Without it the LLVM backend
+    computes such an op with one scalar libm call per element. libmvec's
+    documented maximum error is 4 ulp. The program then needs
+    `libmvec.so.1` at run time (`-shared-libs=` of mlir-runner, `-lmvec`
+    when linking); the mlir_ad runtime loads it.
+  }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"0",
+           "Widest vector ABI to call in bits: 512 (AVX-512), 256 (AVX2), "
+           "128 (SSE4); 0: the host's">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 #endif // AD_PASSES_TD

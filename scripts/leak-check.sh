@@ -8,6 +8,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-"$root/build"}
 llvm=/usr/lib/llvm-22
+# Vectorized math calls glibc's libmvec (ad-vector-math).
+mvec=$(ls /usr/lib/*-linux-gnu/libmvec.so.1 2>/dev/null | head -n 1 | sed "s/^/,/")
 command -v valgrind >/dev/null || { echo "valgrind is not installed" >&2; exit 1; }
 status=0
 for test in "$root"/test/Integration/*.mlir; do
@@ -15,7 +17,7 @@ for test in "$root"/test/Integration/*.mlir; do
   "$build/bin/ad-opt" "$test" --ad-lower-to-llvm > "$lowered"
   report=$(valgrind --leak-check=full "$llvm/bin/mlir-runner" -e main \
     -entry-point-result=void \
-    -shared-libs="$llvm/lib/libmlir_runner_utils.so,$llvm/lib/libmlir_c_runner_utils.so" \
+    -shared-libs="$llvm/lib/libmlir_runner_utils.so,$llvm/lib/libmlir_c_runner_utils.so$mvec" \
     "$lowered" 2>&1 >/dev/null | grep -E "(definitely|indirectly) lost:" || true)
   rm -f "$lowered"
   lost=$(echo "$report" | awk '{s += $4} END {print s + 0}')

@@ -1,4 +1,5 @@
 # lit configuration of the MLIR-AD test suite.
+import glob
 import os
 
 import lit.formats
@@ -19,6 +20,9 @@ runtime_libs = ",".join(
     os.path.join(config.runtime_lib_dir, lib)
     for lib in ("libmlir_runner_utils.so", "libmlir_c_runner_utils.so")
 )
+# Vectorized math calls glibc's libmvec (ad-vector-math).
+runtime_libs += "".join("," + path for path in sorted(
+    glob.glob("/usr/lib/*-linux-gnu/libmvec.so.1"))[:1])
 config.substitutions.append(
     (
         "%run",

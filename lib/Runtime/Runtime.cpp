@@ -35,6 +35,7 @@
 #include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/Support/DynamicLibrary.h"
 #include "llvm/Support/Debug.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -524,10 +525,16 @@ RuntimeState::lowerAndJit(ModuleOp module, StringRef entryName,
                          Signature signature,
                          DiagnosticCollector &diagnostics, StringRef what) {
   PassManager pm(&context, ModuleOp::getOperationName());
-  if (options.buildPipeline)
+  if (options.buildPipeline) {
     options.buildPipeline(pm);
-  else
-    ad::buildLowerToLLVMPipeline(pm);
+  } else {
+    // Vector math calls glibc's libmvec, loaded into the process once.
+    static const bool haveLibmvec =
+        !llvm::sys::DynamicLibrary::LoadLibraryPermanently("libmvec.so.1");
+    ad::LowerToLLVMOptions lowering;
+    lowering.vectorMath = haveLibmvec;
+    ad::buildLowerToLLVMPipeline(pm, lowering);
+  }
   if (failed(pm.run(module)))
     return diagnostics.takeError("cannot compile " + what);
   std::vector<std::string> unresolved =

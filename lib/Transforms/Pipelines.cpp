@@ -27,7 +27,8 @@ void mlir::ad::buildDifferentiatePipeline(OpPassManager &pm) {
 
 /// Tensors to buffers, in place where possible, with deallocation. Function
 /// arguments stay read-only so callers' buffers survive the call.
-static void addBufferization(OpPassManager &pm) {
+static void addBufferization(OpPassManager &pm,
+                             const ad::LowerToLLVMOptions &lowering) {
   pm.addPass(ad::createADLegalizeForBufferizationPass());
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
   bufferization::OneShotBufferizePassOptions options;
@@ -40,14 +41,16 @@ static void addBufferization(OpPassManager &pm) {
   pm.addPass(bufferization::createOneShotBufferizePass(options));
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createConvertBufferizationToMemRefPass());
-  pm.addNestedPass<func::FuncOp>(ad::createADVectorizePass());
+  if (lowering.vectorize)
+    pm.addNestedPass<func::FuncOp>(ad::createADVectorizePass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
 }
 
 /// Everything to the LLVM dialect. Math ops with an LLVM intrinsic use it;
 /// the rest (erf, cbrt, atan2, ...) become libm calls. f16/bf16 math is
 /// computed in f32.
-static void addLLVMConversion(OpPassManager &pm) {
+static void addLLVMConversion(OpPassManager &pm,
+                              const ad::LowerToLLVMOptions &options) {
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
@@ -60,6 +63,8 @@ static void addLLVMConversion(OpPassManager &pm) {
   math::MathExtendToSupportedTypesOptions extend;
   extend.extraTypeStrs = {"f32"};
   pm.addNestedPass<func::FuncOp>(math::createMathExtendToSupportedTypes(extend));
+  if (options.vectorize && options.vectorMath)
+    pm.addPass(ad::createADVectorMathPass());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   pm.addNestedPass<func::FuncOp>(arith::createArithExpandOpsPass());
@@ -74,7 +79,8 @@ static void addLLVMConversion(OpPassManager &pm) {
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
-void mlir::ad::buildLowerToLLVMPipeline(OpPassManager &pm) {
+void mlir::ad::buildLowerToLLVMPipeline(OpPassManager &pm,
+                                        const LowerToLLVMOptions &options) {
   // Before canonicalization, which miscompiles loops over narrow integers.
   pm.addPass(ad::createADLegalizeLoopsPass());
   // Buffer deallocation needs structured loops everywhere, not only in the
@@ -91,14 +97,29 @@ void mlir::ad::buildLowerToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(ad::createADInlinePass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-  addBufferization(pm);
-  addLLVMConversion(pm);
+  addBufferization(pm, options);
+  addLLVMConversion(pm, options);
 }
 
 namespace {
-/// The pipelines take no options yet; declaring the (empty) set makes an
+/// ad-differentiate takes no options; declaring the (empty) set makes an
 /// unknown one an error that names it instead of a silent failure.
 struct NoPipelineOptions : public PassPipelineOptions<NoPipelineOptions> {};
+
+struct LowerToLLVMPipelineOptions
+    : public PassPipelineOptions<LowerToLLVMPipelineOptions> {
+  Option<bool> vectorize{
+      *this, "vectorize",
+      llvm::cl::desc("Tile and vectorize linalg ops (ad-vectorize); "
+                     "false: plain scalar loops"),
+      llvm::cl::init(true)};
+  Option<bool> vectorMath{
+      *this, "vector-math",
+      llvm::cl::desc("Math on vectors through glibc's libmvec "
+                     "(ad-vector-math; the program then needs "
+                     "libmvec.so.1 at run time)"),
+      llvm::cl::init(true)};
+};
 } // namespace
 
 void mlir::ad::registerADPipelines() {
@@ -108,10 +129,14 @@ void mlir::ad::registerADPipelines() {
       [](OpPassManager &pm, const NoPipelineOptions &) {
         buildDifferentiatePipeline(pm);
       });
-  PassPipelineRegistration<NoPipelineOptions>(
+  PassPipelineRegistration<LowerToLLVMPipelineOptions>(
       "ad-lower-to-llvm",
-      "Differentiate, bufferize and lower a module to the LLVM dialect",
-      [](OpPassManager &pm, const NoPipelineOptions &) {
-        buildLowerToLLVMPipeline(pm);
+      "Differentiate, bufferize, vectorize and lower a module to the LLVM "
+      "dialect",
+      [](OpPassManager &pm, const LowerToLLVMPipelineOptions &pipeline) {
+        LowerToLLVMOptions options;
+        options.vectorize = pipeline.vectorize;
+        options.vectorMath = pipeline.vectorMath;
+        buildLowerToLLVMPipeline(pm, options);
       });
 }

@@ -1,6 +1,7 @@
 # lit configuration of the downstream example's tests: ds-opt on FileCheck
 # and -verify-diagnostics tests, and programs lowered to LLVM and run under
 # mlir-runner (%run).
+import glob
 import os
 
 import lit.formats
@@ -20,6 +21,9 @@ runtime_libs = ",".join(
     os.path.join(config.runtime_lib_dir, lib)
     for lib in ("libmlir_runner_utils.so", "libmlir_c_runner_utils.so")
 )
+# Vectorized math calls glibc's libmvec (ad-vector-math).
+runtime_libs += "".join("," + path for path in sorted(
+    glob.glob("/usr/lib/*-linux-gnu/libmvec.so.1"))[:1])
 config.substitutions.append(
     (
         "%run",

@@ -52,7 +52,17 @@ void buildDifferentiatePipeline(OpPassManager &pm);
 
 /// Adds `ad-differentiate` followed by the upstream lowering to the LLVM
 /// dialect (bufferization, math to LLVM/libm, control flow, func).
-void buildLowerToLLVMPipeline(OpPassManager &pm);
+/// What ad-lower-to-llvm generates beyond plain loops.
+struct LowerToLLVMOptions {
+  /// Tile and vectorize linalg ops on buffers (ad-vectorize); plain scalar
+  /// loops otherwise.
+  bool vectorize = true;
+  /// Math on vectors through glibc's libmvec (ad-vector-math).
+  bool vectorMath = true;
+};
+
+void buildLowerToLLVMPipeline(OpPassManager &pm,
+                              const LowerToLLVMOptions &options = {});
 
 /// Registers `ad-differentiate` and `ad-lower-to-llvm` as named pipelines.
 void registerADPipelines();
