@@ -122,6 +122,7 @@ its points) for reading or reducing. Exits 1 when any program fails.
 
 import argparse
 import concurrent.futures
+import glob
 import math
 import os
 import random
@@ -177,9 +178,11 @@ NEST_RATE = 0.12
 BRANCH_TAPE_DEPTH = 3
 
 LLVM_BIN = "/usr/lib/llvm-22/bin"
-RUNTIME_LIBS = ",".join(f"/usr/lib/llvm-22/lib/{lib}" for lib in
-                        ("libmlir_runner_utils.so",
-                         "libmlir_c_runner_utils.so"))
+RUNTIME_LIBS = ",".join(
+    [f"/usr/lib/llvm-22/lib/{lib}" for lib in
+     ("libmlir_runner_utils.so", "libmlir_c_runner_utils.so")] +
+    # Vectorized math calls glibc's libmvec (ad-vector-math).
+    sorted(glob.glob("/usr/lib/*-linux-gnu/libmvec.so.1"))[:1])
 TIMEOUT = 600
 
 

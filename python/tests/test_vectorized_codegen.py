@@ -1,0 +1,410 @@
+"""The tiled, vectorized code ad-lower-to-llvm generates (ad-vectorize,
+ad-vector-math) against numpy: contractions in every operand layout (A B,
+A^T B, A B^T, A^T B^T, batched, matvec, vecmat, dot), with sizes that are
+multiples of the register tiles, smaller than them and with remainders in
+every dimension, static and dynamic; elementwise ops, broadcasts and
+reductions with remainders; element types of 1, 8, 16, 32 and 64 bits; the
+math functions libmvec computes, with their special values; and gradients
+of a small network through all of it."""
+
+import numpy as np
+import pytest
+
+import mlir_ad
+from conftest import numerical_grad
+
+# Contraction layouts: (lhs map, rhs map, output map, iterator types) over
+# (d0, d1, d2); shapes are computed from M, N, K.
+LAYOUTS = {
+    "ab": ("(d0, d2)", "(d2, d1)", "(d0, d1)", "parallel, parallel, reduction"),
+    "atb": ("(d2, d0)", "(d2, d1)", "(d0, d1)", "parallel, parallel, reduction"),
+    "abt": ("(d0, d2)", "(d1, d2)", "(d0, d1)", "parallel, parallel, reduction"),
+    "atbt": ("(d2, d0)", "(d1, d2)", "(d0, d1)", "parallel, parallel, reduction"),
+    # The adjoint form: reduction loop first, output transposed.
+    "red_first": ("(d0, d2)", "(d0, d1)", "(d2, d1)",
+                  "reduction, parallel, parallel"),
+}
+
+
+def _contraction_source(layout, lhs_shape, rhs_shape, out_shape, t="f64"):
+    lhs_map, rhs_map, out_map, iterators = LAYOUTS[layout]
+    iters = ", ".join(f'"{i.strip()}"' for i in iterators.split(","))
+
+    def ty(shape):
+        return "tensor<" + "x".join(str(s) for s in shape) + f"x{t}>"
+
+    dyn = any(s == "?" for s in out_shape)
+    sizes = ""
+    if dyn:
+        # The output's sizes come from the inputs' (out = f(lhs, rhs) dims).
+        sizes = "%c0 = arith.constant 0 : index\n  %c1 = arith.constant 1 : index\n"
+    return f"""
+func.func @f(%a: {ty(lhs_shape)}, %b: {ty(rhs_shape)}, %o: {ty(out_shape)}) -> {ty(out_shape)} {{
+  %c = linalg.generic {{indexing_maps = [affine_map<(d0, d1, d2) -> {lhs_map}>,
+      affine_map<(d0, d1, d2) -> {rhs_map}>, affine_map<(d0, d1, d2) -> {out_map}>],
+      iterator_types = [{iters}]}}
+      ins(%a, %b : {ty(lhs_shape)}, {ty(rhs_shape)}) outs(%o : {ty(out_shape)}) {{
+  ^bb0(%x: {t}, %y: {t}, %acc: {t}):
+    %m = arith.mulf %x, %y : {t}
+    %s = arith.addf %acc, %m : {t}
+    linalg.yield %s : {t}
+  }} -> {ty(out_shape)}
+  return %c : {ty(out_shape)}
+}}
+"""
+
+
+def _operands(layout, m, n, k, rng, dtype=np.float64):
+    shapes = {
+        "ab": ((m, k), (k, n), (m, n)),
+        "atb": ((k, m), (k, n), (m, n)),
+        "abt": ((m, k), (n, k), (m, n)),
+        "atbt": ((k, m), (n, k), (m, n)),
+        "red_first": ((m, k), (m, n), (k, n)),
+    }[layout]
+    a, b, o = (rng.standard_normal(s).astype(dtype) for s in shapes)
+    expected = {
+        "ab": lambda: o + a @ b,
+        "atb": lambda: o + a.T @ b,
+        "abt": lambda: o + a @ b.T,
+        "atbt": lambda: o + a.T @ b.T,
+        "red_first": lambda: o + a.T @ b,
+    }[layout]()
+    return shapes, (a, b, o), expected
+
+
+SIZES = [(16, 32, 8), (8, 16, 1), (3, 5, 7), (21, 37, 13), (64, 48, 100),
+         (1, 40, 9), (9, 1, 3)]
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+@pytest.mark.parametrize("m,n,k", SIZES)
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_contraction_layouts(layout, m, n, k, dynamic):
+    rng = np.random.default_rng(m * 1000 + n * 10 + k)
+    shapes, args, expected = _operands(layout, m, n, k, rng)
+    if dynamic:
+        shapes = tuple(tuple("?" for _ in s) for s in shapes)
+    mod = mlir_ad.compile(_contraction_source(layout, *shapes))
+    np.testing.assert_allclose(mod.f(*args), expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("m,n,k", [(16, 32, 8), (13, 35, 6)])
+def test_contraction_f32(m, n, k):
+    rng = np.random.default_rng(1)
+    shapes, args, expected = _operands("abt", m, n, k, rng, np.float32)
+    mod = mlir_ad.compile(_contraction_source("abt", *shapes, t="f32"))
+    np.testing.assert_allclose(mod.f(*args), expected, rtol=1e-5, atol=1e-5)
+
+
+NAMED = """
+func.func @matmul(%a: tensor<?x?xf64>, %b: tensor<?x?xf64>, %o: tensor<?x?xf64>) -> tensor<?x?xf64> {
+  %r = linalg.matmul ins(%a, %b : tensor<?x?xf64>, tensor<?x?xf64>) outs(%o : tensor<?x?xf64>) -> tensor<?x?xf64>
+  return %r : tensor<?x?xf64>
+}
+func.func @batch(%a: tensor<3x10x7xf64>, %b: tensor<3x7x20xf64>, %o: tensor<3x10x20xf64>) -> tensor<3x10x20xf64> {
+  %r = linalg.batch_matmul ins(%a, %b : tensor<3x10x7xf64>, tensor<3x7x20xf64>) outs(%o : tensor<3x10x20xf64>) -> tensor<3x10x20xf64>
+  return %r : tensor<3x10x20xf64>
+}
+func.func @matvec(%a: tensor<?x?xf64>, %x: tensor<?xf64>, %o: tensor<?xf64>) -> tensor<?xf64> {
+  %r = linalg.matvec ins(%a, %x : tensor<?x?xf64>, tensor<?xf64>) outs(%o : tensor<?xf64>) -> tensor<?xf64>
+  return %r : tensor<?xf64>
+}
+func.func @vecmat(%x: tensor<?xf64>, %a: tensor<?x?xf64>, %o: tensor<?xf64>) -> tensor<?xf64> {
+  %r = linalg.vecmat ins(%x, %a : tensor<?xf64>, tensor<?x?xf64>) outs(%o : tensor<?xf64>) -> tensor<?xf64>
+  return %r : tensor<?xf64>
+}
+func.func @dot(%x: tensor<?xf64>, %y: tensor<?xf64>, %o: tensor<f64>) -> tensor<f64> {
+  %r = linalg.dot ins(%x, %y : tensor<?xf64>, tensor<?xf64>) outs(%o : tensor<f64>) -> tensor<f64>
+  return %r : tensor<f64>
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def named():
+    return mlir_ad.compile(NAMED)
+
+
+@pytest.mark.parametrize("m,n,k", SIZES)
+def test_named_contractions(named, m, n, k):
+    rng = np.random.default_rng(7)
+    a, b = rng.standard_normal((m, k)), rng.standard_normal((k, n))
+    o = rng.standard_normal((m, n))
+    np.testing.assert_allclose(named.matmul(a, b, o), o + a @ b, rtol=1e-12,
+                               atol=1e-12)
+    x, y = rng.standard_normal(k), rng.standard_normal(m)
+    np.testing.assert_allclose(named.matvec(a, x, y), y + a @ x, rtol=1e-12,
+                               atol=1e-12)
+    z = rng.standard_normal(k)
+    np.testing.assert_allclose(named.vecmat(y, a, z), z + y @ a, rtol=1e-12,
+                               atol=1e-12)
+    np.testing.assert_allclose(named.dot(x, z, np.array(1.5)),
+                               1.5 + x @ z, rtol=1e-12)
+
+
+def test_batch_matmul(named):
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((3, 10, 7)), rng.standard_normal((3, 7, 20))
+    o = rng.standard_normal((3, 10, 20))
+    np.testing.assert_allclose(named.batch(a, b, o), o + a @ b, rtol=1e-12)
+
+
+ELEMENTWISE = """
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d1)>
+#col = affine_map<(d0, d1) -> (d0)>
+func.func @bias_tanh(%x: tensor<?x?xT>, %b: tensor<?xT>) -> tensor<?x?xT> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = tensor.dim %x, %c0 : tensor<?x?xT>
+  %n = tensor.dim %x, %c1 : tensor<?x?xT>
+  %e = tensor.empty(%m, %n) : tensor<?x?xT>
+  %r = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %b : tensor<?x?xT>, tensor<?xT>) outs(%e : tensor<?x?xT>) {
+  ^bb0(%a: T, %c: T, %o: T):
+    %s = arith.addf %a, %c : T
+    %t = math.tanh %s : T
+    linalg.yield %t : T
+  } -> tensor<?x?xT>
+  return %r : tensor<?x?xT>
+}
+// Row sums and column sums at once (one reduction and one parallel output).
+func.func @sums(%x: tensor<?x?xT>, %rows: tensor<?xT>, %cols: tensor<?xT>) -> (tensor<?xT>, tensor<?xT>) {
+  %r:2 = linalg.generic {indexing_maps = [#id, #col, #row], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<?x?xT>) outs(%rows, %cols : tensor<?xT>, tensor<?xT>) {
+  ^bb0(%a: T, %r: T, %c: T):
+    %s = arith.addf %r, %a : T
+    %t = arith.addf %c, %a : T
+    linalg.yield %s, %t : T, T
+  } -> (tensor<?xT>, tensor<?xT>)
+  return %r#0, %r#1 : tensor<?xT>, tensor<?xT>
+}
+func.func @total(%x: tensor<?x?xT>) -> T {
+  %z = arith.constant 0.0 : T
+  %init = tensor.from_elements %z : tensor<T>
+  %r = linalg.reduce ins(%x : tensor<?x?xT>) outs(%init : tensor<T>) dimensions = [0, 1]
+    (%a: T, %b: T) {
+      %s = arith.addf %a, %b : T
+      linalg.yield %s : T
+    }
+  %v = tensor.extract %r[] : tensor<T>
+  return %v : T
+}
+func.func @rowmax(%x: tensor<?x?xT>, %init: tensor<?xT>) -> tensor<?xT> {
+  %r = linalg.reduce ins(%x : tensor<?x?xT>) outs(%init : tensor<?xT>) dimensions = [1]
+    (%a: T, %b: T) {
+      %s = arith.maximumf %a, %b : T
+      linalg.yield %s : T
+    }
+  return %r : tensor<?xT>
+}
+"""
+
+
+@pytest.mark.parametrize("t,dtype,tol", [("f64", np.float64, 1e-13),
+                                         ("f32", np.float32, 2e-6),
+                                         ("f16", np.float16, 2e-3)])
+@pytest.mark.parametrize("m,n", [(1, 1), (3, 7), (5, 8), (4, 16), (9, 33),
+                                 (17, 100)])
+def test_elementwise_and_reductions(t, dtype, tol, m, n):
+    mod = mlir_ad.compile(ELEMENTWISE.replace("T", t))
+    rng = np.random.default_rng(m * n)
+    x = rng.standard_normal((m, n)).astype(dtype)
+    b = rng.standard_normal(n).astype(dtype)
+    np.testing.assert_allclose(mod.bias_tanh(x, b), np.tanh(x + b),
+                               rtol=tol, atol=tol)
+    rows, cols = rng.standard_normal(m).astype(dtype), rng.standard_normal(
+        n).astype(dtype)
+    r, c = mod.sums(x, rows, cols)
+    x64 = x.astype(np.float64)
+    np.testing.assert_allclose(r, rows + x64.sum(1), rtol=tol * 10,
+                               atol=tol * 10)
+    np.testing.assert_allclose(c, cols + x64.sum(0), rtol=tol * 10,
+                               atol=tol * 10)
+    np.testing.assert_allclose(mod.total(x), x64.sum(), rtol=tol * 10,
+                               atol=tol * m * n)
+    init = np.full(m, -np.inf, dtype)
+    np.testing.assert_array_equal(mod.rowmax(x, init), x.max(1))
+
+
+INTEGERS = """
+func.func @ints(%a: tensor<?xI>, %b: tensor<?xI>, %mask: tensor<?xi1>) -> (tensor<?xI>, tensor<?xi1>) {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %a, %c0 : tensor<?xI>
+  %e = tensor.empty(%n) : tensor<?xI>
+  %eb = tensor.empty(%n) : tensor<?xi1>
+  %r:2 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%a, %b, %mask : tensor<?xI>, tensor<?xI>, tensor<?xi1>) outs(%e, %eb : tensor<?xI>, tensor<?xi1>) {
+  ^bb0(%x: I, %y: I, %m: i1, %o: I, %ob: i1):
+    %p = arith.muli %x, %y : I
+    %s = arith.select %m, %p, %x : I
+    %g = arith.cmpi sgt, %s, %y : I
+    linalg.yield %s, %g : I, i1
+  } -> (tensor<?xI>, tensor<?xi1>)
+  return %r#0, %r#1 : tensor<?xI>, tensor<?xi1>
+}
+func.func @scale(%a: tensor<?xI>) -> tensor<?xI> {
+  %r = arith.addi %a, %a : tensor<?xI>
+  return %r : tensor<?xI>
+}
+"""
+
+
+@pytest.mark.parametrize("t,dtype", [("i8", np.int8), ("i16", np.int16),
+                                     ("i32", np.int32), ("i64", np.int64)])
+@pytest.mark.parametrize("n", [1, 7, 16, 67])
+def test_integer_and_boolean_elements(t, dtype, n):
+    mod = mlir_ad.compile(INTEGERS.replace("I", t))
+    rng = np.random.default_rng(n)
+    a = rng.integers(-9, 9, n).astype(dtype)
+    b = rng.integers(-9, 9, n).astype(dtype)
+    mask = rng.integers(0, 2, n).astype(bool)
+    s, g = mod.ints(a, b, mask)
+    expected = np.where(mask, a * b, a).astype(dtype)
+    np.testing.assert_array_equal(s, expected)
+    np.testing.assert_array_equal(g, expected > b)
+    np.testing.assert_array_equal(mod.scale(a), (a + a).astype(dtype))
+
+
+UNARY_SOURCE = """
+func.func @f(%x: tensor<?xT>) -> tensor<?xT> {
+  %r = math.OP %x : tensor<?xT>
+  return %r : tensor<?xT>
+}
+"""
+
+BINARY_SOURCE = """
+func.func @g(%x: tensor<?xT>, %y: tensor<?xT>) -> tensor<?xT> {
+  %r = math.OP %x, %y : tensor<?xT>
+  return %r : tensor<?xT>
+}
+"""
+
+
+def _math(source, t, op):
+    return mlir_ad.compile(source.replace("T", t).replace("OP", op))
+
+
+UNARY = {
+    "exp": np.exp, "exp2": np.exp2, "expm1": np.expm1, "log": np.log,
+    "log2": np.log2, "log10": np.log10, "log1p": np.log1p, "sin": np.sin,
+    "cos": np.cos, "tan": np.tan, "sinh": np.sinh, "cosh": np.cosh,
+    "tanh": np.tanh, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan,
+    "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
+    "cbrt": np.cbrt,
+}
+
+
+def _domain(op, rng, n, dtype):
+    x = rng.uniform(-3, 3, n)
+    if op in ("log", "log2", "log10"):
+        x = np.abs(x) + 1e-3
+    if op == "log1p":
+        x = np.abs(x) - 0.9
+    if op in ("asin", "acos", "atanh"):
+        x = x / 3.1
+    if op == "acosh":
+        x = np.abs(x) + 1
+    return x.astype(dtype)
+
+
+@pytest.mark.parametrize("t,dtype,rtol", [("f64", np.float64, 1e-14),
+                                          ("f32", np.float32, 3e-6)])
+@pytest.mark.parametrize("op", sorted(UNARY))
+@pytest.mark.parametrize("n", [1, 3, 8, 21])
+def test_vector_math_matches_numpy(t, dtype, rtol, op, n):
+    mod = _math(UNARY_SOURCE, t, op)
+    rng = np.random.default_rng(n)
+    x = _domain(op, rng, n, dtype)
+    with np.errstate(all="ignore"):
+        expected = UNARY[op](x.astype(np.float64))
+    np.testing.assert_allclose(mod.f(x), expected, rtol=rtol, atol=rtol * 10)
+
+
+@pytest.mark.parametrize("t,dtype,rtol", [("f64", np.float64, 1e-14),
+                                          ("f32", np.float32, 3e-6)])
+def test_vector_math_binary_and_erf(t, dtype, rtol):
+    from math import erf, erfc
+    rng = np.random.default_rng(5)
+    x = rng.uniform(0.1, 3, 19).astype(dtype)
+    y = rng.uniform(-3, 3, 19).astype(dtype)
+    x64, y64 = x.astype(np.float64), y.astype(np.float64)
+    np.testing.assert_allclose(_math(BINARY_SOURCE, t, "powf").g(x, y),
+                               x64 ** y64, rtol=rtol * 10)
+    np.testing.assert_allclose(_math(BINARY_SOURCE, t, "atan2").g(x, y),
+                               np.arctan2(x64, y64), rtol=rtol * 10)
+    for op, reference in [("erf", erf), ("erfc", erfc)]:
+        np.testing.assert_allclose(
+            _math(UNARY_SOURCE, t, op).f(y), [reference(v) for v in y64],
+            rtol=rtol * 10, atol=rtol)
+
+
+def test_vector_math_special_values():
+    x = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 800.0, -800.0, 1e-310,
+                  709.7, -745.2])
+    with np.errstate(all="ignore"):
+        np.testing.assert_allclose(_math(UNARY_SOURCE, "f64", "exp").f(x),
+                                   np.exp(x), rtol=1e-14)
+    x = np.array([0.0, 1.0, np.inf, -1.0, np.nan, 1e-310, 2.0, 0.5, 1e300])
+    with np.errstate(all="ignore"):
+        np.testing.assert_allclose(_math(UNARY_SOURCE, "f64", "log").f(x),
+                                   np.log(x), rtol=1e-14)
+
+
+NETWORK = """
+func.func @loss(%x: tensor<?x?xf64>, %w1: tensor<?x?xf64>, %b1: tensor<?xf64>, %w2: tensor<?x?xf64>) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %z = arith.constant 0.0 : f64
+  %m = tensor.dim %x, %c0 : tensor<?x?xf64>
+  %h = tensor.dim %w1, %c1 : tensor<?x?xf64>
+  %o = tensor.dim %w2, %c1 : tensor<?x?xf64>
+  %e1 = tensor.empty(%m, %h) : tensor<?x?xf64>
+  %f1 = linalg.fill ins(%z : f64) outs(%e1 : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %a1 = linalg.matmul ins(%x, %w1 : tensor<?x?xf64>, tensor<?x?xf64>) outs(%f1 : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %t = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%a1, %b1 : tensor<?x?xf64>, tensor<?xf64>) outs(%e1 : tensor<?x?xf64>) {
+  ^bb0(%a: f64, %b: f64, %out: f64):
+    %s = arith.addf %a, %b : f64
+    %th = math.tanh %s : f64
+    %ex = math.exp %th : f64
+    linalg.yield %ex : f64
+  } -> tensor<?x?xf64>
+  %e2 = tensor.empty(%m, %o) : tensor<?x?xf64>
+  %f2 = linalg.fill ins(%z : f64) outs(%e2 : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %a2 = linalg.matmul ins(%t, %w2 : tensor<?x?xf64>, tensor<?x?xf64>) outs(%f2 : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %init = tensor.from_elements %z : tensor<f64>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>], iterator_types = ["reduction", "reduction"]}
+      ins(%a2 : tensor<?x?xf64>) outs(%init : tensor<f64>) {
+  ^bb0(%a: f64, %acc: f64):
+    %l = math.log1p %a : f64
+    %sq = arith.mulf %l, %l : f64
+    %s = arith.addf %acc, %sq : f64
+    linalg.yield %s : f64
+  } -> tensor<f64>
+  %v = tensor.extract %r[] : tensor<f64>
+  return %v : f64
+}
+"""
+
+
+@pytest.mark.parametrize("m,d,h,o", [(5, 3, 4, 2), (9, 17, 33, 10),
+                                     (16, 8, 32, 16)])
+def test_network_gradient(m, d, h, o):
+    mod = mlir_ad.compile(NETWORK)
+    rng = np.random.default_rng(m + d + h + o)
+    x = rng.uniform(0, 0.5, (m, d))
+    w1 = rng.uniform(-0.3, 0.3, (d, h))
+    b1 = rng.uniform(-0.1, 0.1, h)
+    w2 = rng.uniform(0, 0.2, (h, o))
+
+    def reference(x, w1, b1, w2):
+        return np.sum(np.log1p(np.exp(np.tanh(x @ w1 + b1)) @ w2) ** 2)
+
+    args = (x, w1, b1, w2)
+    assert mod.loss(*args) == pytest.approx(reference(*args), rel=1e-12)
+    grads = mlir_ad.grad(mod.loss, wrt=[0, 1, 2, 3])(*args)
+    expected = numerical_grad(reference, args, [0, 1, 2, 3])
+    for g, e in zip(grads, expected):
+        np.testing.assert_allclose(g, e, rtol=1e-6, atol=1e-8)
