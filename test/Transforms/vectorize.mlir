@@ -1,0 +1,111 @@
+// RUN: ad-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(ad-vectorize{vector-bits=512}))" | FileCheck %s
+// RUN: ad-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(ad-vectorize{vector-bits=512 contractions=false elementwise=false}))" | FileCheck %s --check-prefix=OFF
+
+// A matmul on buffers: 8 x 16 f64 output tiles kept in registers across
+// the reduction loop (read before it, carried, written after it), one
+// outer product of FMAs per step.
+// CHECK-LABEL: func.func @matmul
+// CHECK:       scf.for {{.*}} step %c8
+// CHECK:         scf.for {{.*}} step %c16
+// CHECK-COUNT-8:   vector.load %{{.*}} : memref<16x32xf64>, vector<16xf64>
+// CHECK:           scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<8x16xf64>)
+// CHECK-COUNT-8:     vector.fma {{.*}} : vector<16xf64>
+// CHECK:             scf.yield
+// CHECK-COUNT-8:   vector.store %{{.*}} : memref<16x32xf64>, vector<16xf64>
+// CHECK-NOT:   linalg.
+// OFF-LABEL:   func.func @matmul
+// OFF:         linalg.matmul
+func.func @matmul(%a: memref<16x8xf64>, %b: memref<8x32xf64>) -> memref<16x32xf64> {
+  %c = memref.alloc() : memref<16x32xf64>
+  linalg.matmul ins(%a, %b : memref<16x8xf64>, memref<8x32xf64>) outs(%c : memref<16x32xf64>)
+  return %c : memref<16x32xf64>
+}
+
+// -----
+
+// The output may be the same buffer as an input: its tile is read and
+// written at every reduction step, never carried in registers.
+// CHECK-LABEL: func.func @output_may_alias_input
+// CHECK-NOT:   iter_args
+// CHECK:       vector.fma
+// CHECK-NOT:   iter_args
+func.func @output_may_alias_input(%a: memref<16x16xf64>, %b: memref<16x16xf64>, %c: memref<16x16xf64>) {
+  linalg.matmul ins(%a, %b : memref<16x16xf64>, memref<16x16xf64>) outs(%c : memref<16x16xf64>)
+  return
+}
+
+// -----
+
+// C = A B^T: B is read across its rows, so a transposed copy is made first
+// (freed after the product) and the product reads it row by row.
+// CHECK-LABEL: func.func @a_bt
+// CHECK:       %[[T:.*]] = memref.alloc() {alignment = 64 : i64} : memref<8x32xf64>
+// CHECK:       scf.for
+// CHECK:       iter_args
+// CHECK:       vector.load %[[T]]
+// CHECK:       memref.dealloc %[[T]]
+#abt = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>]
+func.func @a_bt(%a: memref<16x8xf64>, %b: memref<32x8xf64>) -> memref<16x32xf64> {
+  %c = memref.alloc() : memref<16x32xf64>
+  linalg.generic {indexing_maps = #abt, iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<16x8xf64>, memref<32x8xf64>) outs(%c : memref<16x32xf64>) {
+  ^bb0(%x: f64, %y: f64, %o: f64):
+    %m = arith.mulf %x, %y : f64
+    %s = arith.addf %o, %m : f64
+    linalg.yield %s : f64
+  }
+  return %c : memref<16x32xf64>
+}
+
+// -----
+
+// Elementwise over 20 columns: whole vectors of 8 in the main loop, the
+// remaining 4 columns left to scalar loops.
+// CHECK-LABEL: func.func @elementwise_remainder
+// CHECK:       scf.for {{.*}} = %c0 to %c16 step %c8
+// CHECK:         math.tanh {{.*}} : vector<1x8xf64>
+// CHECK:       scf.for {{.*}} = %c16 to %c20 step %c8
+// CHECK:         linalg.generic
+// CHECK:           math.tanh {{.*}} : f64
+func.func @elementwise_remainder(%x: memref<3x20xf64>, %y: memref<3x20xf64>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<3x20xf64>) outs(%y : memref<3x20xf64>) {
+  ^bb0(%a: f64, %o: f64):
+    %t = math.tanh %a : f64
+    linalg.yield %t : f64
+  }
+  return
+}
+
+// -----
+
+// A buffer of i1 holds a byte per element; a vector of i1 would be bits.
+// CHECK-LABEL: func.func @booleans_stay_scalar
+// CHECK-NOT:   vector.
+// CHECK:       linalg.generic
+func.func @booleans_stay_scalar(%m: memref<64xi1>, %x: memref<64xf64>, %y: memref<64xf64>) {
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%m, %x : memref<64xi1>, memref<64xf64>) outs(%y : memref<64xf64>) {
+  ^bb0(%b: i1, %a: f64, %o: f64):
+    %s = arith.select %b, %a, %o : f64
+    linalg.yield %s : f64
+  }
+  return
+}
+
+// -----
+
+// math.fpowi on vectors is computed one element at a time (the LLVM
+// intrinsic takes one exponent).
+// CHECK-LABEL: func.func @fpowi
+// CHECK-COUNT-8: math.fpowi {{.*}} : f64, i32
+// CHECK:       vector.from_elements
+func.func @fpowi(%x: memref<8xf64>, %n: memref<8xi32>, %y: memref<8xf64>) {
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%x, %n : memref<8xf64>, memref<8xi32>) outs(%y : memref<8xf64>) {
+  ^bb0(%a: f64, %e: i32, %o: f64):
+    %p = math.fpowi %a, %e : f64, i32
+    linalg.yield %p : f64
+  }
+  return
+}
