@@ -263,6 +263,10 @@ def ADVectorizePass : Pass<"ad-vectorize", "::mlir::func::FuncOp"> {
     Option<"elementwise", "elementwise", "bool", /*default=*/"true",
            "Tile and vectorize the other linalg ops (elementwise, "
            "reductions, broadcasts)">,
+    Option<"reassociate", "reassociate", "bool", /*default=*/"true",
+           "Reduce a vector of partial results once after a reduction loop "
+           "instead of each vector in turn (float sums and products are "
+           "then rounded in a different order)">,
   ];
   let dependentDialects = ["::mlir::affine::AffineDialect",
                            "::mlir::arith::ArithDialect",

@@ -235,16 +235,16 @@ static FailureOr<linalg::LinalgOp> tileAndPeel(RewriterBase &rewriter,
   // (true for a contraction).
   tiled->tiledOps.front()->setAttr(marker,
                                    rewriter.getBoolAttr(plan.contraction));
-  // A contraction's reduction loops (innermost) carry its output tile.
-  if (plan.contraction) {
-    unsigned numParallel = llvm::count_if(
-        plan.interchange, [&](int64_t dim) {
-          return op.getIteratorTypesArray()[dim] ==
-                 utils::IteratorType::parallel;
-        });
-    for (LoopLikeOpInterface loop :
-         ArrayRef(tiled->loops).drop_front(numParallel))
-      loop->setAttr(reductionMarker, rewriter.getUnitAttr());
+  // The innermost tile loops over reduction dimensions carry the output
+  // tile (a contraction's accumulators, a reduction's partial result).
+  SmallVector<int64_t> order = plan.interchange;
+  if (order.empty())
+    order = llvm::to_vector(llvm::seq<int64_t>(0, op.getNumLoops()));
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  if (tiled->loops.size() == order.size()) {
+    for (int64_t i = order.size() - 1;
+         i >= 0 && iterators[order[i]] == utils::IteratorType::reduction; --i)
+      tiled->loops[i]->setAttr(reductionMarker, rewriter.getUnitAttr());
   }
   for (LoopLikeOpInterface loop : tiled->loops) {
     auto forOp = dyn_cast<scf::ForOp>(loop.getOperation());
@@ -337,6 +337,153 @@ static bool hoistOutputTile(RewriterBase &rewriter, scf::ForOp loop) {
   return false;
 }
 
+/// The value that leaves any element unchanged when combined with it by
+/// `kind` (NaN for maxnumf/minnumf, which ignore NaN; -0.0 for a float sum,
+/// which keeps the sign of a sum of -0.0), or null for kinds not handled.
+static TypedAttr neutralElement(vector::CombiningKind kind, Type type) {
+  using vector::CombiningKind;
+  if (auto floatType = dyn_cast<FloatType>(type)) {
+    const llvm::fltSemantics &sem = floatType.getFloatSemantics();
+    auto attr = [&](const APFloat &value) {
+      return FloatAttr::get(floatType, value);
+    };
+    switch (kind) {
+    case CombiningKind::ADD:
+      return attr(APFloat::getZero(sem, /*Negative=*/true));
+    case CombiningKind::MUL:
+      return attr(APFloat::getOne(sem));
+    case CombiningKind::MAXIMUMF:
+      return attr(APFloat::getInf(sem, /*Negative=*/true));
+    case CombiningKind::MINIMUMF:
+      return attr(APFloat::getInf(sem, /*Negative=*/false));
+    case CombiningKind::MAXNUMF:
+    case CombiningKind::MINNUMF:
+      return attr(APFloat::getQNaN(sem));
+    default:
+      return nullptr;
+    }
+  }
+  if (isa<IntegerType>(type)) {
+    if (kind == CombiningKind::ADD)
+      return IntegerAttr::get(type, 0);
+    if (kind == CombiningKind::MUL)
+      return IntegerAttr::get(type, 1);
+  }
+  return nullptr;
+}
+
+/// Whether `op` only changes the shape of one vector (or takes the element
+/// of a 0-d vector, or makes one): what vectorization puts between a
+/// carried accumulator and the reduction that reads and updates it.
+static bool isShapeAdaptor(Operation *op) {
+  if (isa<vector::ShapeCastOp>(op))
+    return true;
+  if (auto extract = dyn_cast<vector::ExtractOp>(op))
+    return extract.getSourceVectorType().getNumElements() == 1 &&
+           extract.getDynamicPosition().empty();
+  if (auto broadcast = dyn_cast<vector::BroadcastOp>(op))
+    return cast<VectorType>(broadcast.getType()).getNumElements() == 1;
+  return false;
+}
+
+/// Reassociates the reductions carried by `loop`: a value the loop carries
+/// only into a `vector.multi_reduction` (through at most one shape adaptor)
+/// whose result it carries on becomes, instead, a whole vector of partial
+/// results combined elementwise in each iteration and reduced once after
+/// the loop. Without this, each iteration reduces its vector across lanes,
+/// one iteration after the other. Float sums and products are then computed
+/// in a different order (max and min are not changed).
+static void accumulateInVectors(RewriterBase &rewriter, scf::ForOp loop) {
+  for (unsigned i = 0; i < loop.getNumRegionIterArgs(); ++i) {
+    BlockArgument carried = loop.getRegionIterArgs()[i];
+    if (!carried.hasOneUse())
+      continue;
+    Operation *accIn = *carried.getUsers().begin();
+    Value acc = carried;
+    if (isShapeAdaptor(accIn) && accIn->getResult(0).hasOneUse()) {
+      acc = accIn->getResult(0);
+    } else {
+      accIn = nullptr;
+    }
+    auto reduction =
+        dyn_cast<vector::MultiDimReductionOp>(*acc.getUsers().begin());
+    if (!reduction || reduction.getAcc() != acc ||
+        reduction->getParentOp() != loop.getOperation() ||
+        !reduction.getResult().hasOneUse())
+      continue;
+    auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+    Operation *accOut = *reduction.getResult().getUsers().begin();
+    if (accOut == yield.getOperation()) {
+      accOut = nullptr;
+      if (yield.getOperand(i) != reduction.getResult())
+        continue;
+    } else if (!isShapeAdaptor(accOut) ||
+               !accOut->getResult(0).hasOneUse() ||
+               yield.getOperand(i) != accOut->getResult(0)) {
+      continue;
+    }
+    VectorType sourceType = reduction.getSourceVectorType();
+    TypedAttr neutral =
+        neutralElement(reduction.getKind(), sourceType.getElementType());
+    if (!neutral || sourceType.isScalable())
+      continue;
+
+    rewriter.setInsertionPoint(loop);
+    Value init = arith::ConstantOp::create(
+        rewriter, loop.getLoc(), sourceType,
+        DenseElementsAttr::get(sourceType, neutral));
+    Value source = reduction.getSource();
+    vector::CombiningKind kind = reduction.getKind();
+    SmallVector<bool> reducedDims = reduction.getReductionMask();
+    NewYieldValuesFn combine = [&](OpBuilder &b, Location loc,
+                                   ArrayRef<BlockArgument> partial) {
+      return SmallVector<Value>{
+          vector::makeArithReduction(b, loc, kind, partial[0], source)};
+    };
+    FailureOr<LoopLikeOpInterface> grown =
+        cast<LoopLikeOpInterface>(loop.getOperation())
+            .replaceWithAdditionalYields(
+                rewriter, init, /*replaceInitOperandUsesInLoop=*/false,
+                combine);
+    if (failed(grown))
+      return;
+    auto newLoop = cast<scf::ForOp>(grown->getOperation());
+    // The carried value passes through the loop unchanged ...
+    auto newYield = cast<scf::YieldOp>(newLoop.getBody()->getTerminator());
+    rewriter.modifyOpInPlace(newYield, [&] {
+      newYield->setOperand(i, newLoop.getRegionIterArgs()[i]);
+    });
+    // ... and the partial results are reduced into it once, after.
+    rewriter.setInsertionPointAfter(newLoop);
+    Value result = newLoop.getResult(i);
+    Value total = result;
+    Operation *first = nullptr;
+    if (accIn) {
+      first = rewriter.clone(*accIn);
+      first->setOperand(0, total);
+      total = first->getResult(0);
+    }
+    auto reduce = vector::MultiDimReductionOp::create(
+        rewriter, newLoop.getLoc(), newLoop.getResults().back(), total,
+        reducedDims, kind);
+    if (!first)
+      first = reduce;
+    total = reduce.getResult();
+    if (accOut) {
+      Operation *out = rewriter.clone(*accOut);
+      out->setOperand(0, total);
+      total = out->getResult(0);
+    }
+    rewriter.replaceAllUsesExcept(result, total, first);
+    if (accOut)
+      rewriter.eraseOp(accOut);
+    rewriter.eraseOp(reduction);
+    if (accIn)
+      rewriter.eraseOp(accIn);
+    loop = newLoop;
+  }
+}
+
 /// Whether every operand of `op` has a static shape.
 static bool hasStaticShapes(linalg::LinalgOp op) {
   return llvm::all_of(op->getOperandTypes(), [](Type type) {
@@ -409,7 +556,7 @@ struct ContractNarrowOperandFirst : OpRewritePattern<vector::ContractionOp> {
 /// Lowers the vector ops vectorization produced to what
 /// convert-vector-to-llvm takes: contractions to FMAs of outer products,
 /// n-D transfers to unrolled 1-D loads and stores.
-static void lowerVectorOps(Operation *root) {
+static void lowerVectorOps(Operation *root, bool reassociate) {
   // A contraction vectorized from a generic op is a product of broadcasts
   // (reads with broadcasting maps) reduced along k: folded back into one
   // vector.contract.
@@ -420,6 +567,14 @@ static void lowerVectorOps(Operation *root) {
     vector::populateVectorReductionToContractPatterns(patterns);
     patterns.add<ContractNarrowOperandFirst>(patterns.getContext());
   });
+  // What is left of vector.multi_reduction are reductions of other ops.
+  if (reassociate) {
+    IRRewriter rewriter(root->getContext());
+    SmallVector<scf::ForOp> loops;
+    root->walk([&](scf::ForOp loop) { loops.push_back(loop); });
+    for (scf::ForOp loop : loops)
+      accumulateInVectors(rewriter, loop);
+  }
   applyPatterns(root, [](RewritePatternSet &patterns) {
     vector::populateVectorContractLoweringPatterns(
         patterns, vector::VectorContractLowering::OuterProduct);
@@ -550,7 +705,8 @@ struct ADVectorizePass
       // through the enclosing reduction loop.
       (void)hoistOutputTile(rewriter, loop);
     }
-    lowerVectorOps(func);
+
+    lowerVectorOps(func, reassociate);
   }
 };
 } // namespace
