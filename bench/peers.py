@@ -184,6 +184,7 @@ def cross_entropy(rows, cols):
     src = f"""
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #col = affine_map<(d0, d1) -> (d0)>
+#vec = affine_map<(d0) -> (d0)>
 func.func @f(%x: tensor<{rows}x{cols}xT>, %y: tensor<{rows}x{cols}xT>) -> T {{
   %low = arith.constant -1.0e30 : T
   %z = arith.constant 0.0 : T
@@ -202,13 +203,17 @@ func.func @f(%x: tensor<{rows}x{cols}xT>, %y: tensor<{rows}x{cols}xT>) -> T {{
     %a = arith.addf %acc, %ex : T
     linalg.yield %a : T
   }} -> tensor<{rows}xT>
+  %lse = linalg.generic {{indexing_maps = [#vec, #vec, #vec], iterator_types = ["parallel"]}} ins(%s, %m : tensor<{rows}xT>, tensor<{rows}xT>) outs(%e : tensor<{rows}xT>) {{
+  ^bb0(%ss: T, %mm: T, %o: T):
+    %ls = math.log %ss : T
+    %r = arith.addf %ls, %mm : T
+    linalg.yield %r : T
+  }} -> tensor<{rows}xT>
   %t0 = tensor.empty() : tensor<T>
   %t1 = linalg.fill ins(%z : T) outs(%t0 : tensor<T>) -> tensor<T>
-  %l = linalg.generic {{indexing_maps = [#id, #id, #col, #col, affine_map<(d0, d1) -> ()>], iterator_types = ["reduction", "reduction"]}} ins(%x, %y, %m, %s : tensor<{rows}x{cols}xT>, tensor<{rows}x{cols}xT>, tensor<{rows}xT>, tensor<{rows}xT>) outs(%t1 : tensor<T>) {{
-  ^bb0(%in: T, %lab: T, %mm: T, %ss: T, %acc: T):
-    %ls = math.log %ss : T
-    %lse = arith.addf %ls, %mm : T
-    %d = arith.subf %lse, %in : T
+  %l = linalg.generic {{indexing_maps = [#id, #id, #col, affine_map<(d0, d1) -> ()>], iterator_types = ["reduction", "reduction"]}} ins(%x, %y, %lse : tensor<{rows}x{cols}xT>, tensor<{rows}x{cols}xT>, tensor<{rows}xT>) outs(%t1 : tensor<T>) {{
+  ^bb0(%in: T, %lab: T, %l0: T, %acc: T):
+    %d = arith.subf %l0, %in : T
     %w = arith.mulf %lab, %d : T
     %a = arith.addf %acc, %w : T
     linalg.yield %a : T

@@ -524,13 +524,14 @@ llvm::Expected<std::shared_ptr<EntryPoint>>
 RuntimeState::lowerAndJit(ModuleOp module, StringRef entryName,
                          Signature signature,
                          DiagnosticCollector &diagnostics, StringRef what) {
+  // Vector math calls glibc's libmvec, loaded into the process once (also
+  // for a pipeline of the embedder's that runs ad-vector-math).
+  static const bool haveLibmvec =
+      !llvm::sys::DynamicLibrary::LoadLibraryPermanently("libmvec.so.1");
   PassManager pm(&context, ModuleOp::getOperationName());
   if (options.buildPipeline) {
     options.buildPipeline(pm);
   } else {
-    // Vector math calls glibc's libmvec, loaded into the process once.
-    static const bool haveLibmvec =
-        !llvm::sys::DynamicLibrary::LoadLibraryPermanently("libmvec.so.1");
     ad::LowerToLLVMOptions lowering;
     lowering.vectorMath = haveLibmvec;
     ad::buildLowerToLLVMPipeline(pm, lowering);
