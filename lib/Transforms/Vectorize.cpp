@@ -231,6 +231,8 @@ static FailureOr<linalg::LinalgOp> tileAndPeel(RewriterBase &rewriter,
   if (failed(tiled) || tiled->tiledOps.size() != 1)
     return failure();
   rewriter.eraseOp(op);
+  // The tile has the op's loops and body.
+  auto tile = cast<linalg::LinalgOp>(tiled->tiledOps.front());
   // Peeling clones the tile into the remainder loops: all copies are marked
   // (true for a contraction).
   tiled->tiledOps.front()->setAttr(marker,
@@ -239,8 +241,8 @@ static FailureOr<linalg::LinalgOp> tileAndPeel(RewriterBase &rewriter,
   // tile (a contraction's accumulators, a reduction's partial result).
   SmallVector<int64_t> order = plan.interchange;
   if (order.empty())
-    order = llvm::to_vector(llvm::seq<int64_t>(0, op.getNumLoops()));
-  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+    order = llvm::to_vector(llvm::seq<int64_t>(0, tile.getNumLoops()));
+  SmallVector<utils::IteratorType> iterators = tile.getIteratorTypesArray();
   if (tiled->loops.size() == order.size()) {
     for (int64_t i = order.size() - 1;
          i >= 0 && iterators[order[i]] == utils::IteratorType::reduction; --i)
@@ -659,8 +661,8 @@ struct ADVectorizePass
           name.getCanonicalizationPatterns(patterns, ctx);
     });
 
-    // Whole tiles of static shape are vectorized as they are; partial tiles
-    // (dynamic sizes bounded by the tile) with masks, where allowed.
+    // Whole tiles of static shape are vectorized; partial tiles (dynamic
+    // sizes bounded by the tile) stay scalar loops.
     SmallVector<std::pair<linalg::LinalgOp, bool>> tiles;
     func.walk([&](linalg::LinalgOp op) {
       if (auto contraction = op->getAttrOfType<BoolAttr>(marker)) {
