@@ -299,4 +299,20 @@ def ADVectorMathPass : Pass<"ad-vector-math", "::mlir::ModuleOp"> {
                            "::mlir::vector::VectorDialect"];
 }
 
+def ADLegalizeMathPass : Pass<"ad-legalize-math"> {
+  let summary = "Compute math.expm1 accurately where upstream does not";
+  let description = [{
+    Rewrites each `math.expm1` on floats (scalars or vectors; those
+    `ad-vector-math` did not already turn into libmvec calls) into Kahan's
+    formula `u = exp(x); u == 1 ? x : u - 1 == -1 ? -1 : u == inf ? inf :
+    (u - 1) * x / log(u)`, accurate to a few ulp. Upstream
+    `convert-math-to-llvm` (LLVM 22) computes `exp(x) - 1`, which loses all
+    digits for |x| below 2^-53 (expm1(1e-20) = 0). Run before
+    `convert-math-to-llvm`. (`math.log1p` is left to libm's `log1p` by
+    `convert-math-to-llvm{approximate-log1p=false}`.)
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect"];
+}
+
 #endif // AD_PASSES_TD

@@ -10,11 +10,14 @@
 #include "ad/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include <limits>
 
 namespace mlir::ad {
 #define GEN_PASS_DEF_ADLEGALIZELOOPSPASS
 #define GEN_PASS_DEF_ADLEGALIZEFORBUFFERIZATIONPASS
 #define GEN_PASS_DEF_ADLEGALIZEFORLLVMPASS
+#define GEN_PASS_DEF_ADLEGALIZEMATHPASS
 #include "ad/IR/Passes.h.inc"
 } // namespace mlir::ad
 
@@ -204,6 +207,57 @@ struct ADLegalizeForLLVMPass
       if (isa<arith::ExtFOp, arith::TruncFOp>(op))
         op->removeAttr("fastmath");
     });
+  }
+};
+
+/// expm1(x) by Kahan's formula from exp and log, accurate to a few ulp
+/// where exp(x) - 1 cancels.
+struct AccurateExpM1 : OpRewritePattern<math::ExpM1Op> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(math::ExpM1Op op,
+                                PatternRewriter &rewriter) const override {
+    Type type = op.getType();
+    auto floatType = dyn_cast<FloatType>(getElementTypeOrSelf(type));
+    if (!floatType || !(floatType.isF32() || floatType.isF64()))
+      return failure();
+    Location loc = op.getLoc();
+    Value x = op.getOperand();
+    auto constant = [&](double value) -> Value {
+      TypedAttr scalar = rewriter.getFloatAttr(floatType, value);
+      if (auto shaped = dyn_cast<ShapedType>(type))
+        return arith::ConstantOp::create(
+            rewriter, loc, type, DenseElementsAttr::get(shaped, scalar));
+      return arith::ConstantOp::create(rewriter, loc, type, scalar);
+    };
+    Value one = constant(1.0);
+    Value minusOne = constant(-1.0);
+    Value inf = constant(std::numeric_limits<double>::infinity());
+    Value u = math::ExpOp::create(rewriter, loc, x);
+    Value um1 = arith::SubFOp::create(rewriter, loc, u, one);
+    Value logU = math::LogOp::create(rewriter, loc, u);
+    Value general = arith::DivFOp::create(
+        rewriter, loc, arith::MulFOp::create(rewriter, loc, um1, x), logU);
+    auto eq = [&](Value a, Value b) -> Value {
+      return arith::CmpFOp::create(rewriter, loc, arith::CmpFPredicate::OEQ,
+                                   a, b);
+    };
+    Value result = arith::SelectOp::create(rewriter, loc, eq(u, inf), inf,
+                                           general);
+    result = arith::SelectOp::create(rewriter, loc, eq(um1, minusOne),
+                                     minusOne, result);
+    result = arith::SelectOp::create(rewriter, loc, eq(u, one), x, result);
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct ADLegalizeMathPass
+    : mlir::ad::impl::ADLegalizeMathPassBase<ADLegalizeMathPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<AccurateExpM1>(&getContext());
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
   }
 };
 } // namespace

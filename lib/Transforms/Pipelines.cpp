@@ -41,8 +41,11 @@ static void addBufferization(OpPassManager &pm,
   pm.addPass(bufferization::createOneShotBufferizePass(options));
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createConvertBufferizationToMemRefPass());
-  if (lowering.vectorize)
-    pm.addNestedPass<func::FuncOp>(ad::createADVectorizePass());
+  if (lowering.vectorize) {
+    ad::ADVectorizePassOptions vectorize;
+    vectorize.vectorBits = lowering.vectorBits;
+    pm.addNestedPass<func::FuncOp>(ad::createADVectorizePass(vectorize));
+  }
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
 }
 
@@ -63,9 +66,16 @@ static void addLLVMConversion(OpPassManager &pm,
   math::MathExtendToSupportedTypesOptions extend;
   extend.extraTypeStrs = {"f32"};
   pm.addNestedPass<func::FuncOp>(math::createMathExtendToSupportedTypes(extend));
-  if (options.vectorize && options.vectorMath)
-    pm.addPass(ad::createADVectorMathPass());
-  pm.addPass(createConvertMathToLLVMPass());
+  if (options.vectorize && options.vectorMath) {
+    ad::ADVectorMathPassOptions vectorMath;
+    vectorMath.vectorBits = options.vectorBits;
+    pm.addPass(ad::createADVectorMathPass(vectorMath));
+  }
+  // expm1 and log1p must not lose digits: Kahan's expm1, libm's log1p.
+  pm.addPass(ad::createADLegalizeMathPass());
+  ConvertMathToLLVMPassOptions mathToLLVM;
+  mathToLLVM.approximateLog1p = false;
+  pm.addPass(createConvertMathToLLVMPass(mathToLLVM));
   pm.addPass(createConvertMathToLibmPass());
   pm.addNestedPass<func::FuncOp>(arith::createArithExpandOpsPass());
   pm.addPass(ad::createADLegalizeForLLVMPass());
@@ -119,6 +129,12 @@ struct LowerToLLVMPipelineOptions
                      "(ad-vector-math; the program then needs "
                      "libmvec.so.1 at run time)"),
       llvm::cl::init(true)};
+  Option<unsigned> vectorBits{
+      *this, "vector-bits",
+      llvm::cl::desc("Vector register width in bits for ad-vectorize and "
+                     "ad-vector-math (0: the host's; 128 runs on any x86-64, "
+                     "256 needs AVX2, 512 AVX-512)"),
+      llvm::cl::init(0)};
 };
 } // namespace
 
@@ -137,6 +153,7 @@ void mlir::ad::registerADPipelines() {
         LowerToLLVMOptions options;
         options.vectorize = pipeline.vectorize;
         options.vectorMath = pipeline.vectorMath;
+        options.vectorBits = pipeline.vectorBits;
         buildLowerToLLVMPipeline(pm, options);
       });
 }

@@ -34,6 +34,7 @@
 #include "mlir/Dialect/Vector/Transforms/LoweringPatterns.h"
 #include "mlir/Dialect/Vector/Transforms/VectorRewritePatterns.h"
 #include "mlir/IR/Dominance.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Transforms/CSE.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
@@ -60,15 +61,19 @@ static unsigned hostVectorBits() {
 }
 
 /// The widest element of the op's operands in bits, or nullopt when one is
-/// not an integer or float scalar (complex, index, vectors) or not a whole
-/// number of bytes: a buffer of i1 holds a byte per element, a vector of i1
-/// loaded from it would read bits.
+/// not an integer or float scalar (complex, index, vectors) or its width is
+/// not a power of two of at least 8 bits: a buffer pads each element to its
+/// allocation size (a byte for i1, 4 for i24, 16 for f80) while a vector
+/// packs them, so a vector load from such a buffer would read the wrong
+/// bytes.
 static std::optional<unsigned> widestElement(linalg::LinalgOp op) {
   unsigned widest = 0;
   for (OpOperand &operand : op->getOpOperands()) {
     Type type = getElementTypeOrSelf(operand.get().getType());
-    if (!isa<FloatType, IntegerType>(type) ||
-        type.getIntOrFloatBitWidth() % 8 != 0)
+    if (!isa<FloatType, IntegerType>(type))
+      return std::nullopt;
+    unsigned width = type.getIntOrFloatBitWidth();
+    if (width < 8 || !llvm::isPowerOf2_32(width))
       return std::nullopt;
     widest = std::max(widest, type.getIntOrFloatBitWidth());
   }
@@ -177,7 +182,9 @@ static std::optional<TilePlan> planTiles(linalg::LinalgOp op,
     if (outputMap.getNumResults() != 0)
       innerExpr = dyn_cast<AffineDimExpr>(outputMap.getResults().back());
     if (succeeded(dims) && dims->m.size() == 1 && dims->n.size() == 1 &&
-        !dims->k.empty() && innerExpr) {
+        !dims->k.empty() && innerExpr &&
+        (innerExpr.getPosition() == dims->m.front() ||
+         innerExpr.getPosition() == dims->n.front())) {
       // The output's innermost dimension (contiguous in memory) is the wide
       // one: NR = two vectors of it by MR = 8 of the other, 8 x 16 f64 in
       // 16 of AVX-512's 32 registers.
@@ -265,14 +272,36 @@ static Value rootBuffer(Value value) {
   return value;
 }
 
-/// Whether two distinct root buffers cannot overlap: one of them is an
-/// allocation (function arguments may be the same buffer).
+/// Whether two root buffers cannot overlap. Only what is known is
+/// disjoint: a fresh allocation and another allocation, a function
+/// argument or a global; two different globals. Anything else (two function
+/// arguments, which may be the same buffer; a buffer chosen by a select, a
+/// branch, a call or a loop) may be any buffer.
 static bool disjointBuffers(Value a, Value b) {
-  auto isAllocation = [](Value v) {
-    return isa_and_nonnull<memref::AllocOp, memref::AllocaOp>(
-        v.getDefiningOp());
+  enum class Kind { Allocation, Argument, Global, Unknown };
+  auto kind = [](Value v) {
+    Operation *def = v.getDefiningOp();
+    if (isa_and_nonnull<memref::AllocOp, memref::AllocaOp>(def))
+      return Kind::Allocation;
+    if (isa_and_nonnull<memref::GetGlobalOp>(def))
+      return Kind::Global;
+    auto arg = dyn_cast<BlockArgument>(v);
+    if (arg && arg.getOwner()->isEntryBlock() &&
+        isa<FunctionOpInterface>(arg.getOwner()->getParentOp()))
+      return Kind::Argument;
+    return Kind::Unknown;
   };
-  return a != b && (isAllocation(a) || isAllocation(b));
+  if (a == b)
+    return false;
+  Kind ka = kind(a), kb = kind(b);
+  if (ka == Kind::Unknown || kb == Kind::Unknown)
+    return false;
+  if (ka == Kind::Allocation || kb == Kind::Allocation)
+    return true;
+  if (ka == Kind::Global && kb == Kind::Global)
+    return a.getDefiningOp<memref::GetGlobalOp>().getName() !=
+           b.getDefiningOp<memref::GetGlobalOp>().getName();
+  return false;
 }
 
 /// Keeps the output tile of a vectorized contraction in registers across
@@ -282,7 +311,8 @@ static bool disjointBuffers(Value a, Value b) {
 /// loop, a value carried by the loop and a write after it. (Upstream
 /// `hoistRedundantVectorTransfers` refuses any buffer that has a subview
 /// anywhere, which the peeled remainder tiles always have.)
-static bool hoistOutputTile(RewriterBase &rewriter, scf::ForOp loop) {
+static FailureOr<scf::ForOp> hoistOutputTile(RewriterBase &rewriter,
+                                             scf::ForOp loop) {
   moveLoopInvariantCode(cast<LoopLikeOpInterface>(loop.getOperation()));
   Block *body = loop.getBody();
   for (auto write : body->getOps<vector::TransferWriteOp>()) {
@@ -329,14 +359,14 @@ static bool hoistOutputTile(RewriterBase &rewriter, scf::ForOp loop) {
                                          /*replaceInitOperandUsesInLoop=*/true,
                                          yield);
     if (failed(newLoop))
-      return false;
+      return failure();
     rewriter.modifyOpInPlace(write, [&] {
       write.getValueToStoreMutable().assign(
           newLoop->getOperation()->getResults().back());
     });
-    return true;
+    return cast<scf::ForOp>(newLoop->getOperation());
   }
-  return false;
+  return failure();
 }
 
 /// The value that leaves any element unchanged when combined with it by
@@ -673,6 +703,12 @@ struct ADVectorizePass
     for (auto [op, contraction] : tiles) {
       if (!hasStaticShapes(op))
         continue;
+      // Upstream vectorization (LLVM 22) makes `linalg.index` of the
+      // innermost loop a 1-D vector even when the tile has leading unit
+      // loops, and then reduces or combines it with the 2-D output into
+      // invalid IR that later folds into wrong code.
+      if (op.getNumLoops() > 1 && !op.getBlock()->getOps<linalg::IndexOp>().empty())
+        continue;
       if (failed(linalg::vectorizeOpPrecondition(op)))
         continue;
       rewriter.setInsertionPoint(op);
@@ -686,6 +722,15 @@ struct ADVectorizePass
       if (failed(result))
         continue;
       rewriter.replaceOp(op, result->replacements);
+    }
+
+    // What upstream vectorization made must be valid before anything
+    // rewrites it further (a pattern would fold invalid IR into wrong code).
+    if (failed(verify(func))) {
+      func.emitError("internal error: vectorizing the linalg ops of this "
+                     "function made invalid IR; compile with "
+                     "ad-lower-to-llvm{vectorize=false} and report it");
+      return signalPassFailure();
     }
 
     // The output tile of a contraction stays in registers across the
@@ -703,9 +748,12 @@ struct ADVectorizePass
         reductionLoops.push_back(loop);
     });
     for (scf::ForOp loop : reductionLoops) {
-      // A hoist replaces the loop; the hoisted pair may go on outward
-      // through the enclosing reduction loop.
-      (void)hoistOutputTile(rewriter, loop);
+      // A hoist replaces the loop (an op with several outputs hoists each
+      // one); the hoisted pair may go on outward through the enclosing
+      // reduction loop.
+      for (FailureOr<scf::ForOp> hoisted = hoistOutputTile(rewriter, loop);
+           succeeded(hoisted); hoisted = hoistOutputTile(rewriter, *hoisted))
+        ;
     }
 
     lowerVectorOps(func, reassociate);

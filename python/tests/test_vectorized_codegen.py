@@ -408,3 +408,84 @@ def test_network_gradient(m, d, h, o):
     expected = numerical_grad(reference, args, [0, 1, 2, 3])
     for g, e in zip(grads, expected):
         np.testing.assert_allclose(g, e, rtol=1e-6, atol=1e-8)
+
+
+INDEX = """
+func.func @scale_by_column(%x: tensor<3x16xf64>) -> tensor<3x16xf64> {
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} outs(%x : tensor<3x16xf64>) {
+  ^bb0(%o: f64):
+    %j = linalg.index 1 : index
+    %ji = arith.index_cast %j : index to i64
+    %f = arith.sitofp %ji : i64 to f64
+    %g = arith.mulf %o, %f : f64
+    linalg.yield %g : f64
+  } -> tensor<3x16xf64>
+  return %r : tensor<3x16xf64>
+}
+func.func @sum_of_column_indices(%x: tensor<3x16xf64>, %o: tensor<3xf64>) -> tensor<3xf64> {
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]} ins(%x : tensor<3x16xf64>) outs(%o : tensor<3xf64>) {
+  ^bb0(%a: f64, %acc: f64):
+    %j = linalg.index 1 : index
+    %ji = arith.index_cast %j : index to i64
+    %f = arith.sitofp %ji : i64 to f64
+    %g = arith.addf %f, %acc : f64
+    linalg.yield %g : f64
+  } -> tensor<3xf64>
+  return %r : tensor<3xf64>
+}
+"""
+
+
+def test_index_of_the_innermost_loop():
+    # Upstream vectorization of linalg.index with leading unit tile loops
+    # dropped the output (and stored 8 elements into 3): such tiles stay
+    # scalar.
+    mod = mlir_ad.compile(INDEX)
+    np.testing.assert_array_equal(mod.scale_by_column(np.full((3, 16), 100.0)),
+                                  np.tile(np.arange(16) * 100.0, (3, 1)))
+    np.testing.assert_array_equal(
+        mod.sum_of_column_indices(np.zeros((3, 16)), np.full(3, 1000.0)),
+        np.full(3, 1120.0))
+
+
+EXPM1_LOG1P = """
+func.func @expm1(%x: tensor<?xT>) -> tensor<?xT> {
+  %r = math.expm1 %x : tensor<?xT>
+  return %r : tensor<?xT>
+}
+func.func @log1p(%x: tensor<?xT>) -> tensor<?xT> {
+  %r = math.log1p %x : tensor<?xT>
+  return %r : tensor<?xT>
+}
+func.func @expm1_scalar(%x: T) -> T {
+  %r = math.expm1 %x : T
+  return %r : T
+}
+func.func @log1p_scalar(%x: T) -> T {
+  %r = math.log1p %x : T
+  return %r : T
+}
+"""
+
+
+@pytest.mark.parametrize("t,dtype,rtol", [("f64", np.float64, 4e-16),
+                                          ("f32", np.float32, 4e-7)])
+def test_expm1_log1p_keep_their_digits(t, dtype, rtol):
+    # Upstream lowers them as exp(x) - 1 and log(1 + x), which lose every
+    # digit for tiny x; whole vectors (libmvec), the scalar remainder and
+    # scalars must all agree with the accurate values.
+    mod = mlir_ad.compile(EXPM1_LOG1P.replace("T", t))
+    values = np.array([1e-30, -1e-30, 1e-10, -1e-10, 3e-8, -4.4e-4, 1e-5,
+                       0.0, -0.0, 0.5, -0.5, 2.0, -30.0, 60.0, np.inf,
+                       -np.inf, np.nan], dtype)
+    for v in values:
+        x = np.full(17, v, dtype)  # 16 + 1 (f32) or 2 x 8 + 1 (f64)
+        with np.errstate(all="ignore"):
+            want_e, want_l = np.expm1(x.astype(np.float64)), np.log1p(
+                np.abs(x).astype(np.float64))
+        np.testing.assert_allclose(mod.expm1(x), want_e, rtol=rtol * 4)
+        np.testing.assert_allclose(mod.log1p(np.abs(x)), want_l, rtol=rtol * 4)
+        np.testing.assert_allclose(mod.expm1_scalar(v), want_e[0],
+                                   rtol=rtol * 4)
+        np.testing.assert_allclose(mod.log1p_scalar(abs(v)), want_l[0],
+                                   rtol=rtol * 4)

@@ -79,6 +79,49 @@ func.func @elementwise_remainder(%x: memref<3x20xf64>, %y: memref<3x20xf64>) {
 
 // -----
 
+// Elements whose width is not a power of two are padded in a buffer (i24 to
+// 4 bytes, f80 to 16) and packed in a vector: never vectorized.
+// CHECK-LABEL: func.func @odd_widths
+// CHECK-NOT:   vector.
+// CHECK:       linalg.generic
+// CHECK:       linalg.generic
+func.func @odd_widths(%a: memref<32xi24>, %b: memref<32xi24>, %x: memref<32xf80>, %y: memref<32xf80>) {
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%a : memref<32xi24>) outs(%b : memref<32xi24>) {
+  ^bb0(%v: i24, %o: i24):
+    %s = arith.addi %v, %v : i24
+    linalg.yield %s : i24
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%x : memref<32xf80>) outs(%y : memref<32xf80>) {
+  ^bb0(%v: f80, %o: f80):
+    %s = arith.addf %v, %v : f80
+    linalg.yield %s : f80
+  }
+  return
+}
+
+// -----
+
+// A buffer chosen at run time may be the output itself: the output tile of
+// the reduction is not carried in registers.
+// CHECK-LABEL: func.func @selected_input_may_be_output
+// CHECK-NOT:   iter_args
+func.func @selected_input_may_be_output(%x: memref<1x16xf64>, %cond: i1, %other: memref<1xf64>) -> memref<1xf64> {
+  %out = memref.alloc() : memref<1xf64>
+  %y = arith.select %cond, %out, %other : memref<1xf64>
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x, %y : memref<1x16xf64>, memref<1xf64>) outs(%out : memref<1xf64>) {
+  ^bb0(%a: f64, %b: f64, %acc: f64):
+    %p = arith.mulf %a, %b : f64
+    %s = arith.addf %acc, %p : f64
+    linalg.yield %s : f64
+  }
+  return %out : memref<1xf64>
+}
+
+// -----
+
 // A buffer of i1 holds a byte per element; a vector of i1 would be bits.
 // CHECK-LABEL: func.func @booleans_stay_scalar
 // CHECK-NOT:   vector.

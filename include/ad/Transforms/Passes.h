@@ -59,6 +59,9 @@ struct LowerToLLVMOptions {
   bool vectorize = true;
   /// Math on vectors through glibc's libmvec (ad-vector-math).
   bool vectorMath = true;
+  /// Vector register width in bits for both (0: the host's). The code, and
+  /// the libmvec functions it calls, need a CPU with such registers.
+  unsigned vectorBits = 0;
 };
 
 void buildLowerToLLVMPipeline(OpPassManager &pm,
