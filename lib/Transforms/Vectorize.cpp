@@ -96,6 +96,8 @@ struct TilePlan {
   SmallVector<int64_t> sizes;
   SmallVector<int64_t> interchange;
   bool contraction = false;
+  /// A contraction's batch dimensions (first in `interchange`).
+  unsigned numBatch = 0;
   /// The input to copy, transposed so that the wide tile dimension is its
   /// innermost.
   std::optional<unsigned> packOperand;
@@ -144,8 +146,10 @@ packInput(RewriterBase &rewriter, linalg::LinalgOp op, unsigned number) {
   Value packed = memref::AllocOp::create(rewriter, loc, packedType,
                                          dynamicSizes,
                                          rewriter.getI64IntegerAttr(64));
-  linalg::TransposeOp::create(rewriter, loc, operand.get(), packed,
-                              permutation);
+  auto transpose = linalg::TransposeOp::create(rewriter, loc, operand.get(),
+                                               packed, permutation);
+  // The copy itself is tiled later, like any op (see packTransposes).
+  transpose->setAttr("__ad_vectorize_pack__", rewriter.getUnitAttr());
   SmallVector<AffineExpr> results;
   for (int64_t i : permutation)
     results.push_back(map.getResult(i));
@@ -195,6 +199,7 @@ static std::optional<TilePlan> planTiles(linalg::LinalgOp op,
       plan.sizes[wide] = clampTile(2 * lanes, ranges[wide]);
       for (unsigned b : dims->batch)
         plan.interchange.push_back(b);
+      plan.numBatch = dims->batch.size();
       plan.interchange.push_back(narrow);
       plan.interchange.push_back(wide);
       for (unsigned k : dims->k)
@@ -229,8 +234,17 @@ static FailureOr<linalg::LinalgOp> tileAndPeel(RewriterBase &rewriter,
   SmallVector<OpFoldResult> sizes =
       getAsIndexOpFoldResult(rewriter.getContext(), plan.sizes);
   options.setTileSizes(sizes);
-  if (!plan.interchange.empty())
-    options.setInterchange(plan.interchange);
+  // The tile loops: a contraction's in the order (batch, wide, narrow,
+  // reduction), so that the strip of the wide operand a wide tile reads
+  // stays in cache while the narrow tiles run over it (a 1024 x 16 f64
+  // strip is 128 KB); the op's own dimensions stay (batch, narrow, wide,
+  // reduction), the form of the outer-product lowering.
+  SmallVector<int64_t> order = plan.interchange;
+  if (order.empty())
+    order = llvm::to_vector(llvm::seq<int64_t>(0, op.getNumLoops()));
+  if (plan.contraction && order.size() >= plan.numBatch + 2)
+    std::swap(order[plan.numBatch], order[plan.numBatch + 1]);
+  options.setInterchange(order);
   rewriter.setInsertionPoint(op);
   FailureOr<scf::SCFTilingResult> tiled =
       scf::tileUsingSCF(rewriter, cast<TilingInterface>(op.getOperation()),
@@ -246,9 +260,6 @@ static FailureOr<linalg::LinalgOp> tileAndPeel(RewriterBase &rewriter,
                                    rewriter.getBoolAttr(plan.contraction));
   // The innermost tile loops over reduction dimensions carry the output
   // tile (a contraction's accumulators, a reduction's partial result).
-  SmallVector<int64_t> order = plan.interchange;
-  if (order.empty())
-    order = llvm::to_vector(llvm::seq<int64_t>(0, tile.getNumLoops()));
   SmallVector<utils::IteratorType> iterators = tile.getIteratorTypesArray();
   if (tiled->loops.size() == order.size()) {
     for (int64_t i = order.size() - 1;
@@ -679,6 +690,23 @@ struct ADVectorizePass
         }
       }
       (void)tileAndPeel(rewriter, op, *plan, marker, reductionMarker);
+    }
+    // The transposed copies, in 8 x 8 tiles: read as rows, transposed in
+    // registers, written as rows.
+    SmallVector<linalg::TransposeOp> copies;
+    func.walk([&](linalg::TransposeOp op) {
+      if (op->removeAttr("__ad_vectorize_pack__"))
+        copies.push_back(op);
+    });
+    for (linalg::TransposeOp copy : copies) {
+      std::optional<TilePlan> plan = planTiles(copy, bits);
+      if (!plan || copy.getNumLoops() < 2)
+        continue;
+      SmallVector<int64_t> ranges = copy.getStaticLoopRanges();
+      unsigned n = copy.getNumLoops();
+      plan->sizes[n - 2] = clampTile(8, ranges[n - 2]);
+      plan->sizes[n - 1] = clampTile(8, ranges[n - 1]);
+      (void)tileAndPeel(rewriter, copy, *plan, marker, reductionMarker);
     }
     applyPatterns(func, [&](RewritePatternSet &patterns) {
       MLIRContext *ctx = func.getContext();

@@ -3,10 +3,11 @@
 
 // A matmul on buffers: 8 x 16 f64 output tiles kept in registers across
 // the reduction loop (read before it, carried, written after it), one
-// outer product of FMAs per step.
+// outer product of FMAs per step; the wide (16-column) tile loop outside,
+// so its strip of B stays in cache across the 8-row tiles.
 // CHECK-LABEL: func.func @matmul
-// CHECK:       scf.for {{.*}} step %c8
-// CHECK:         scf.for {{.*}} step %c16
+// CHECK:       scf.for {{.*}} step %c16
+// CHECK:         scf.for {{.*}} step %c8
 // CHECK-COUNT-8:   vector.load %{{.*}} : memref<16x32xf64>, vector<16xf64>
 // CHECK:           scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<8x16xf64>)
 // CHECK-COUNT-8:     vector.fma {{.*}} : vector<16xf64>
@@ -37,9 +38,12 @@ func.func @output_may_alias_input(%a: memref<16x16xf64>, %b: memref<16x16xf64>, 
 // -----
 
 // C = A B^T: B is read across its rows, so a transposed copy is made first
-// (freed after the product) and the product reads it row by row.
+// (in 8 x 8 tiles transposed in registers; freed after the product) and the
+// product reads it row by row.
 // CHECK-LABEL: func.func @a_bt
 // CHECK:       %[[T:.*]] = memref.alloc() {alignment = 64 : i64} : memref<8x32xf64>
+// CHECK:       vector.shuffle
+// CHECK:       vector.store %{{.*}}, %[[T]]
 // CHECK:       scf.for
 // CHECK:       iter_args
 // CHECK:       vector.load %[[T]]
