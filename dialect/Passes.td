@@ -246,18 +246,26 @@ def ADVectorizePass : Pass<"ad-vectorize", "::mlir::func::FuncOp"> {
     matmul and matvec, batch_matmul) is tiled into 8 x 2-vector output
     tiles with its reduction dimensions innermost and tile size 1, so each
     reduction step is one outer product and the output tile stays in
-    registers across the reduction loop. Every other op is tiled by one
-    vector along its innermost loop. Tile loops whose trip count the tile
-    may not divide are peeled: the main loops run whole tiles of static
-    shape, vectorized without masks; partial tiles are left to
-    `convert-linalg-to-loops`. Vector ops are then lowered to 1-D loads,
-    stores and FMAs for `convert-vector-to-llvm`.
+    registers across the reduction loop; the wide tile loop runs outside
+    the narrow one, so the wide operand's strip stays in cache. An input
+    read across the output's innermost dimension (A B^T) is first copied
+    transposed (in 8 x 8 tiles transposed in registers). Every other op is
+    tiled by one vector along its innermost loop; a reduction keeps its
+    partial results in registers across its loop (with `reassociate`, a
+    vector of them reduced once after the loop). Tile loops whose trip
+    count the tile may not divide are peeled: the main loops run whole
+    tiles of static shape, vectorized without masks; partial tiles are left
+    to `convert-linalg-to-loops`. Elements whose width is not a power of
+    two of at least 8 bits are never vectorized, nor tiles whose body reads
+    `linalg.index` of several loops (upstream vectorizes those wrongly);
+    the function is verified after vectorization. Vector ops are then
+    lowered to 1-D loads, stores and FMAs for `convert-vector-to-llvm`.
     Run after bufferization, before `convert-linalg-to-loops`.
   }];
   let options = [
     Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"0",
            "Width of a vector register in bits (0: the host's: 512 with "
-           "AVX-512, 256 with AVX, 128 otherwise)">,
+           "AVX-512, 256 with AVX2, 128 otherwise)">,
     Option<"contractions", "contractions", "bool", /*default=*/"true",
            "Tile and vectorize contractions">,
     Option<"elementwise", "elementwise", "bool", /*default=*/"true",

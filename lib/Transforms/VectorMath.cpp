@@ -11,9 +11,10 @@
 
 #include "ad/Transforms/Passes.h"
 
+#include "HostVectors.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/Triple.h"
@@ -59,16 +60,6 @@ libmvecFunction(Operation *op) {
       .Default([](Operation *) { return std::nullopt; });
 }
 
-/// The widest vector ABI of the host libmvec has: 512 bits with AVX-512
-/// ('e'), 256 with AVX2 ('d'), 128 with SSE4 ('b').
-static unsigned hostVectorBits() {
-  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
-  if (features.lookup("avx512f"))
-    return 512;
-  if (features.lookup("avx2"))
-    return 256;
-  return 128;
-}
 
 static char isaLetter(unsigned bits) {
   return bits >= 512 ? 'e' : bits >= 256 ? 'd' : 'b';
@@ -84,7 +75,7 @@ struct ADVectorMathPass
     // vector-bits asks for them.
     if (!vectorBits && !llvm::Triple(llvm::sys::getProcessTriple()).isX86())
       return;
-    unsigned bits = vectorBits ? unsigned(vectorBits) : hostVectorBits();
+    unsigned bits = vectorBits ? unsigned(vectorBits) : ad::hostVectorBits();
     if (bits < 128)
       return;
     bits = bits >= 512 ? 512 : bits >= 256 ? 256 : 128;

@@ -21,6 +21,8 @@
 
 #include "ad/Transforms/Passes.h"
 
+#include "HostVectors.h"
+
 #include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
@@ -38,8 +40,6 @@
 #include "mlir/Transforms/CSE.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
-#include "llvm/ADT/StringMap.h"
-#include "llvm/TargetParser/Host.h"
 
 namespace mlir::ad {
 #define GEN_PASS_DEF_ADVECTORIZEPASS
@@ -49,16 +49,6 @@ namespace mlir::ad {
 using namespace mlir;
 
 namespace {
-/// The widest vector register of the host: 512 bits with AVX-512, 256 with
-/// AVX, 128 otherwise.
-static unsigned hostVectorBits() {
-  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
-  if (features.lookup("avx512f"))
-    return 512;
-  if (features.lookup("avx"))
-    return 256;
-  return 128;
-}
 
 /// The widest element of the op's operands in bits, or nullopt when one is
 /// not an integer or float scalar (complex, index, vectors) or its width is
@@ -653,7 +643,7 @@ struct ADVectorizePass
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    unsigned bits = vectorBits ? unsigned(vectorBits) : hostVectorBits();
+    unsigned bits = vectorBits ? unsigned(vectorBits) : ad::hostVectorBits();
     IRRewriter rewriter(func.getContext());
 
     // Tile first, then vectorize: peeling leaves constant tile sizes that
