@@ -308,7 +308,7 @@ def ADVectorMathPass : Pass<"ad-vector-math", "::mlir::ModuleOp"> {
 }
 
 def ADLegalizeMathPass : Pass<"ad-legalize-math"> {
-  let summary = "Compute math.expm1 accurately where upstream does not";
+  let summary = "Rewrite math ops the upstream LLVM lowering gets wrong";
   let description = [{
     Rewrites each `math.expm1` on floats (scalars or vectors; those
     `ad-vector-math` did not already turn into libmvec calls) into Kahan's
@@ -317,10 +317,13 @@ def ADLegalizeMathPass : Pass<"ad-legalize-math"> {
     `convert-math-to-llvm` (LLVM 22) computes `exp(x) - 1`, which loses all
     digits for |x| below 2^-53 (expm1(1e-20) = 0). Run before
     `convert-math-to-llvm`. (`math.log1p` is left to libm's `log1p` by
-    `convert-math-to-llvm{approximate-log1p=false}`.)
+    `convert-math-to-llvm{approximate-log1p=false}`.) Also computes
+    `math.fpowi` on vectors one element at a time: the LLVM intrinsic it
+    lowers to takes one exponent for the whole vector.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
-                           "::mlir::math::MathDialect"];
+                           "::mlir::math::MathDialect",
+                           "::mlir::vector::VectorDialect"];
 }
 
 #endif // AD_PASSES_TD

@@ -10,6 +10,7 @@
 #include "ad/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include <limits>
 
@@ -251,11 +252,37 @@ struct AccurateExpM1 : OpRewritePattern<math::ExpM1Op> {
   }
 };
 
+/// `math.fpowi` on vectors, one element at a time: its LLVM intrinsic
+/// takes one exponent for the whole vector.
+struct ScalarizeVectorFPowI : OpRewritePattern<math::FPowIOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(math::FPowIOp op,
+                                PatternRewriter &rewriter) const override {
+    auto type = dyn_cast<VectorType>(op.getType());
+    if (!type || type.isScalable())
+      return failure();
+    Location loc = op.getLoc();
+    SmallVector<Value> elements;
+    SmallVector<int64_t> strides = computeStrides(type.getShape());
+    for (int64_t linear = 0; linear < type.getNumElements(); ++linear) {
+      SmallVector<int64_t> position = delinearize(linear, strides);
+      Value base = vector::ExtractOp::create(rewriter, loc, op.getLhs(),
+                                             position);
+      Value power = vector::ExtractOp::create(rewriter, loc, op.getRhs(),
+                                              position);
+      elements.push_back(math::FPowIOp::create(rewriter, loc, base, power,
+                                               op.getFastmathAttr()));
+    }
+    rewriter.replaceOpWithNewOp<vector::FromElementsOp>(op, type, elements);
+    return success();
+  }
+};
+
 struct ADLegalizeMathPass
     : mlir::ad::impl::ADLegalizeMathPassBase<ADLegalizeMathPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<AccurateExpM1>(&getContext());
+    patterns.add<AccurateExpM1, ScalarizeVectorFPowI>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

@@ -13,9 +13,8 @@
 //    vector along its innermost loop.
 // The loops whose trip count the tile does not divide are peeled, so the
 // main loops run whole tiles of static shape, vectorized without masks; the
-// remainders are vectorized with masks when upstream vectorization accepts
-// them, and left as scalar loops otherwise. The vector ops are then lowered
-// to 1-D loads, stores and FMAs for convert-vector-to-llvm.
+// remainders are left as scalar loops. The vector ops are then lowered to
+// 1-D loads, stores and FMAs for convert-vector-to-llvm.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,10 +25,8 @@
 #include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
-#include "mlir/Dialect/Linalg/Transforms/Hoisting.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/Transforms/Transforms.h"
-#include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -95,9 +92,12 @@ struct TilePlan {
 
 /// Replaces input `number` of the contraction `op` by a copy whose
 /// dimensions are permuted so that the one indexed by `inner` is innermost,
-/// freed after the op. Returns the op (its generic form if it was named).
-static FailureOr<linalg::LinalgOp>
-packInput(RewriterBase &rewriter, linalg::LinalgOp op, unsigned number) {
+/// freed after the op. Returns the op (its generic form if it was named);
+/// `copy` is the transpose that fills the copy.
+static FailureOr<linalg::LinalgOp> packInput(RewriterBase &rewriter,
+                                             linalg::LinalgOp op,
+                                             unsigned number,
+                                             linalg::TransposeOp &copy) {
   auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
   if (!generic) {
     rewriter.setInsertionPoint(op);
@@ -136,10 +136,8 @@ packInput(RewriterBase &rewriter, linalg::LinalgOp op, unsigned number) {
   Value packed = memref::AllocOp::create(rewriter, loc, packedType,
                                          dynamicSizes,
                                          rewriter.getI64IntegerAttr(64));
-  auto transpose = linalg::TransposeOp::create(rewriter, loc, operand.get(),
-                                               packed, permutation);
-  // The copy itself is tiled later, like any op (see packTransposes).
-  transpose->setAttr("__ad_vectorize_pack__", rewriter.getUnitAttr());
+  copy = linalg::TransposeOp::create(rewriter, loc, operand.get(), packed,
+                                     permutation);
   SmallVector<AffineExpr> results;
   for (int64_t i : permutation)
     results.push_back(map.getResult(i));
@@ -264,6 +262,21 @@ static FailureOr<linalg::LinalgOp> tileAndPeel(RewriterBase &rewriter,
     (void)scf::peelForLoopAndSimplifyBounds(rewriter, forOp, partial);
   }
   return cast<linalg::LinalgOp>(tiled->tiledOps.front());
+}
+
+/// Tiles the transposed copy of a packed input in 8 x 8 tiles: read as
+/// rows, transposed in registers, written as rows.
+static void tileTransposedCopy(RewriterBase &rewriter, linalg::TransposeOp copy,
+                               unsigned vectorBits, StringAttr marker,
+                               StringAttr reductionMarker) {
+  std::optional<TilePlan> plan = planTiles(copy, vectorBits);
+  unsigned n = copy.getNumLoops();
+  if (!plan || n < 2)
+    return;
+  SmallVector<int64_t> ranges = copy.getStaticLoopRanges();
+  plan->sizes[n - 2] = clampTile(8, ranges[n - 2]);
+  plan->sizes[n - 1] = clampTile(8, ranges[n - 1]);
+  (void)tileAndPeel(rewriter, copy, *plan, marker, reductionMarker);
 }
 
 /// The buffer `value` is a view of.
@@ -533,32 +546,6 @@ static void applyPatterns(Operation *root,
   (void)applyPatternsGreedily(root, std::move(patterns));
 }
 
-/// `math.fpowi` on vectors, one element at a time: its LLVM intrinsic
-/// takes one exponent for the whole vector.
-struct ScalarizeVectorFPowI : OpRewritePattern<math::FPowIOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(math::FPowIOp op,
-                                PatternRewriter &rewriter) const override {
-    auto type = dyn_cast<VectorType>(op.getType());
-    if (!type || type.isScalable())
-      return failure();
-    Location loc = op.getLoc();
-    SmallVector<Value> elements;
-    SmallVector<int64_t> strides = computeStrides(type.getShape());
-    for (int64_t linear = 0; linear < type.getNumElements(); ++linear) {
-      SmallVector<int64_t> position = delinearize(linear, strides);
-      Value base = vector::ExtractOp::create(rewriter, loc, op.getLhs(),
-                                             position);
-      Value power = vector::ExtractOp::create(rewriter, loc, op.getRhs(),
-                                              position);
-      elements.push_back(math::FPowIOp::create(rewriter, loc, base, power,
-                                               op.getFastmathAttr()));
-    }
-    rewriter.replaceOpWithNewOp<vector::FromElementsOp>(op, type, elements);
-    return success();
-  }
-};
-
 /// Puts the operand of a `vector.contract` indexed by the output's outer
 /// dimension first, which the outer-product lowering needs to keep the
 /// output tile's rows as they are (else it transposes the tile at every
@@ -633,7 +620,6 @@ static void lowerVectorOps(Operation *root, bool reassociate) {
         patterns, vector::VectorTransposeLowering::Shuffle1D);
     vector::populateVectorBroadcastLoweringPatterns(patterns);
     vector::populateVectorMaskOpLoweringPatterns(patterns);
-    patterns.add<ScalarizeVectorFPowI>(patterns.getContext());
   });
 }
 
@@ -659,10 +645,13 @@ struct ADVectorizePass
           (!plan->contraction && !elementwise))
         continue;
       if (plan->packOperand) {
+        linalg::TransposeOp copy;
         FailureOr<linalg::LinalgOp> packed =
-            packInput(rewriter, op, *plan->packOperand);
-        if (succeeded(packed))
+            packInput(rewriter, op, *plan->packOperand, copy);
+        if (succeeded(packed)) {
           op = *packed;
+          tileTransposedCopy(rewriter, copy, bits, marker, reductionMarker);
+        }
       }
       // A generic contraction's loops in the order of the tile loops
       // (batch, narrow, wide, reduction): its vectorized tile then folds
@@ -680,23 +669,6 @@ struct ADVectorizePass
         }
       }
       (void)tileAndPeel(rewriter, op, *plan, marker, reductionMarker);
-    }
-    // The transposed copies, in 8 x 8 tiles: read as rows, transposed in
-    // registers, written as rows.
-    SmallVector<linalg::TransposeOp> copies;
-    func.walk([&](linalg::TransposeOp op) {
-      if (op->removeAttr("__ad_vectorize_pack__"))
-        copies.push_back(op);
-    });
-    for (linalg::TransposeOp copy : copies) {
-      std::optional<TilePlan> plan = planTiles(copy, bits);
-      if (!plan || copy.getNumLoops() < 2)
-        continue;
-      SmallVector<int64_t> ranges = copy.getStaticLoopRanges();
-      unsigned n = copy.getNumLoops();
-      plan->sizes[n - 2] = clampTile(8, ranges[n - 2]);
-      plan->sizes[n - 1] = clampTile(8, ranges[n - 1]);
-      (void)tileAndPeel(rewriter, copy, *plan, marker, reductionMarker);
     }
     applyPatterns(func, [&](RewritePatternSet &patterns) {
       MLIRContext *ctx = func.getContext();

@@ -142,11 +142,10 @@ func.func @booleans_stay_scalar(%m: memref<64xi1>, %x: memref<64xf64>, %y: memre
 
 // -----
 
-// math.fpowi on vectors is computed one element at a time (the LLVM
-// intrinsic takes one exponent).
+// math.fpowi is vectorized like any elementwise op (ad-legalize-math later
+// computes it one element at a time: test/Transforms/legalize-math.mlir).
 // CHECK-LABEL: func.func @fpowi
-// CHECK-COUNT-8: math.fpowi {{.*}} : f64, i32
-// CHECK:       vector.from_elements
+// CHECK:       math.fpowi {{.*}} : vector<8xf64>, vector<8xi32>
 func.func @fpowi(%x: memref<8xf64>, %n: memref<8xi32>, %y: memref<8xf64>) {
   linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
       ins(%x, %n : memref<8xf64>, memref<8xi32>) outs(%y : memref<8xf64>) {
