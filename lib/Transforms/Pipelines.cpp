@@ -39,7 +39,15 @@ static void addBufferization(OpPassManager &pm,
   // ownership-based deallocation below frees the previous iteration's.
   options.allowReturnAllocsFromLoops = true;
   pm.addPass(bufferization::createOneShotBufferizePass(options));
-  bufferization::buildBufferDeallocationPipeline(pm);
+  // Private functions (every function differentiation generates) pass the
+  // ownership of the buffers they return as an extra i1 result instead of
+  // returning a copy of any buffer they did not allocate: without it, a
+  // recursion's forward function, which returns the growable tape it was
+  // given, copied the whole tape at every invocation that did not grow it
+  // (quadratic time).
+  bufferization::BufferDeallocationPipelineOptions deallocation;
+  deallocation.privateFunctionDynamicOwnership = true;
+  bufferization::buildBufferDeallocationPipeline(pm, deallocation);
   pm.addPass(createConvertBufferizationToMemRefPass());
   if (lowering.vectorize) {
     ad::ADVectorizePassOptions vectorize;
