@@ -286,9 +286,205 @@ func.func @f(%x: tensor<1x{h}x{h}x{cin}xT>, %k: tensor<3x3x{cin}x{cout}xT>) -> T
         flops=3 * 2 * o * o * cout * 9 * cin)
 
 
+def gradbench_module(eval_name):
+    """An eval's MLIR module of bench/gradbench, compiled by the GradBench
+    tool (the same file and entry points GradBench runs)."""
+    from mlir_ad import gradbench
+    module, _ = gradbench.load(eval_name)
+    return module
+
+
+def gmm(d, k, n):
+    """GradBench's gmm (the ADBench formulation with the Wishart prior), its
+    objective and gradient from bench/gradbench/gmm.mlir; f64 only (the
+    eval's type)."""
+    from mlir_ad import gradbench
+    rng = np.random.default_rng(31337)
+    data = {"d": d, "k": k, "n": n, "m": 0, "gamma": 1.0,
+            "alpha": rng.standard_normal(k), "mu": rng.uniform(0, 1, (k, d)),
+            "q": rng.standard_normal((k, d)),
+            "l": rng.standard_normal((k, d * (d - 1) // 2)),
+            "x": rng.standard_normal((n, d))}
+    args = list(gradbench._gmm_input(data))
+    # Q_k's strictly lower triangle, column by column (GradBench's order).
+    rows, cols = zip(*[(j, i) for i in range(d) for j in range(i + 1, d)])
+    rows, cols = list(rows), list(cols)
+
+    def lower(q, l, lib):
+        if lib is np:
+            big_q = np.zeros((k, d, d))
+            big_q[:, rows, cols] = l
+            return big_q + np.stack([np.diag(v) for v in np.exp(q)])
+        big_q = torch.zeros((k, d, d), dtype=q.dtype)
+        big_q[:, rows, cols] = l
+        return big_q + torch.diag_embed(torch.exp(q))
+
+    def objective(lib, lse, alpha, mu, q, l, x, gamma, m, norm):
+        big_q = lower(q, l, lib)
+        diff = x[:, None, :] - mu[None, :, :]                  # n, k, d
+        qd = lib.einsum("kab,nkb->nka", big_q, diff)
+        beta = alpha[None, :] + q.sum(1)[None, :] - 0.5 * (qd ** 2).sum(2)
+        prior = (-0.5 * gamma ** 2 * ((lib.exp(q) ** 2).sum() + (l ** 2).sum())
+                 + m * q.sum())
+        return (-n * d * 0.5 * np.log(2 * np.pi) + lse(beta, 1).sum()
+                - n * lse(alpha, 0) + prior + norm)
+
+    def np_lse(v, axis):
+        top = v.max(axis, keepdims=True)
+        return (top + np.log(np.exp(v - top).sum(axis, keepdims=True))).squeeze(axis)
+
+    return dict(
+        name=f"GMM d={d} K={k} n={n}", types=("f64",), wrt=[0, 1, 2, 3],
+        args=args, module=lambda: gradbench_module("gmm"),
+        primal="objective", gradient="jacobian",
+        torch=lambda *a: objective(torch, torch.logsumexp, *a),
+        numpy=lambda *a: objective(np, np_lse, *a), flops=None)
+
+
+def lstm(layers, b, c):
+    """GradBench's lstm (diagonal-weight cells over a sequence of c
+    characters of b bits), from bench/gradbench/lstm.mlir; f64 only."""
+    from mlir_ad import gradbench
+    rng = np.random.default_rng(31337)
+    data = {"main_params": rng.uniform(0, 1, (2 * layers, 4 * b)),
+            "extra_params": rng.uniform(0, 1, (3, b)),
+            "state": rng.uniform(0, 1, (2 * layers, b)),
+            "sequence": (rng.uniform(0, 1, (c, b)) > 0.5).astype(float)}
+    args = list(gradbench._lstm_input(data))
+
+    def objective(lib, main, extra, state, seq):
+        # main [l][2][4][b], extra [3][b], state [l][2][b], seq [c][b].
+        sigmoid = (lambda z: 1 / (1 + np.exp(-z))) if lib is np else torch.sigmoid
+        hidden = [state[i, 0] for i in range(layers)]
+        cell = [state[i, 1] for i in range(layers)]
+        total = 0.0
+        for t in range(c - 1):
+            x = seq[t] * extra[0]
+            for i in range(layers):
+                w, bias = main[i, 0], main[i, 1]
+                forget = sigmoid(x * w[0] + bias[0])
+                ingate = sigmoid(hidden[i] * w[1] + bias[1])
+                outgate = sigmoid(x * w[2] + bias[2])
+                change = lib.tanh(hidden[i] * w[3] + bias[3])
+                cell[i] = cell[i] * forget + ingate * change
+                hidden[i] = outgate * lib.tanh(cell[i])
+                x = hidden[i]
+            ypred = x * extra[1] + extra[2]
+            lse = lib.log(lib.exp(ypred).sum() + 2)
+            total = total + (seq[t + 1] * (ypred - lse)).sum()
+        return -total / ((c - 1) * b)
+
+    return dict(
+        name=f"LSTM l={layers} b={b} c={c}", types=("f64",), wrt=[0, 1],
+        args=args, module=lambda: gradbench_module("lstm"),
+        primal="objective", gradient="jacobian",
+        torch=lambda *a: objective(torch, *a),
+        numpy=lambda *a: objective(np, *a), flops=None)
+
+
+def scalar_loop(n):
+    """A scalar recurrence whose adjoint reads every state: s <- s + h
+    sin(x s), s_0 = 1, n steps; the loss is s_n."""
+    src = f"""
+func.func @f(%x: T, %n: index) -> T {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %one = arith.constant 1.0 : T
+  %h = arith.constant 1.0e-3 : T
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%s = %one) -> (T) {{
+    %xs = arith.mulf %x, %s : T
+    %sn = math.sin %xs : T
+    %d = arith.mulf %h, %sn : T
+    %s2 = arith.addf %s, %d : T
+    scf.yield %s2 : T
+  }}
+  return %r : T
+}}"""
+    h = 1e-3
+
+    def torch_loss(x, steps):
+        s = torch.ones((), dtype=x.dtype)
+        for _ in range(steps):
+            s = s + h * torch.sin(x * s)
+        return s
+
+    def numpy_primal(x, steps):
+        s = 1.0
+        for _ in range(steps):
+            s = s + h * np.sin(x * s)
+        return s
+
+    def numpy_grad(x, steps):
+        # The adjoint by hand, over the states kept by the forward loop.
+        states = [1.0]
+        for _ in range(steps):
+            states.append(states[-1] + h * np.sin(x * states[-1]))
+        ds, dx = 1.0, 0.0
+        for s in reversed(states[:-1]):
+            c = h * np.cos(x * s)
+            dx += ds * c * s
+            ds = ds * (1 + c * x)
+        return (dx,)
+
+    return dict(name=f"scalar loop {n:.0e}".replace("+0", ""), src=src,
+                wrt=[0], args=[np.float64(0.7), n], torch=torch_loss,
+                numpy=numpy_primal, numpy_grad=numpy_grad, flops=None)
+
+
+def recursion(depth):
+    """A tree recursion, g(n, x) = g(n-1, x) x + sin(g(n-2, x)), g(n<2) = x:
+    fib(depth) invocations, each of which the pullback reverses."""
+    src = """
+func.func @f(%x: T, %n: index) -> T {
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %small = arith.cmpi ult, %n, %c2 : index
+  %r = scf.if %small -> T {
+    scf.yield %x : T
+  } else {
+    %n1 = arith.subi %n, %c1 : index
+    %n2 = arith.subi %n, %c2 : index
+    %a = func.call @f(%x, %n1) : (T, index) -> T
+    %b = func.call @f(%x, %n2) : (T, index) -> T
+    %ax = arith.mulf %a, %x : T
+    %sb = math.sin %b : T
+    %s = arith.addf %ax, %sb : T
+    scf.yield %s : T
+  }
+  return %r : T
+}"""
+
+    def torch_loss(x, n):
+        if n < 2:
+            return x
+        return torch_loss(x, n - 1) * x + torch.sin(torch_loss(x, n - 2))
+
+    def numpy_primal(x, n):
+        if n < 2:
+            return x
+        return numpy_primal(x, n - 1) * x + np.sin(numpy_primal(x, n - 2))
+
+    def numpy_grad(x, n):
+        # Value and derivative together (forward mode by hand).
+        def both(n):
+            if n < 2:
+                return x, 1.0
+            a, da = both(n - 1)
+            b, db = both(n - 2)
+            return a * x + np.sin(b), da * x + a + np.cos(b) * db
+        return (both(n)[1],)
+
+    return dict(name=f"recursion fib({depth})", src=src, wrt=[0],
+                args=[np.float64(0.3), depth], torch=torch_loss,
+                numpy=numpy_primal, numpy_grad=numpy_grad, flops=None)
+
+
 def workloads(quick):
     w = [matmul_trace(256), mlp(64, 256), logsumexp(10 ** 6),
-         cross_entropy(1000, 1000), conv_net(32, 8, 16)]
+         cross_entropy(1000, 1000), conv_net(32, 8, 16),
+         lstm(2, 14, 1024 if not quick else 64),
+         gmm(64, 100, 1000) if not quick else gmm(10, 25, 1000),
+         scalar_loop(10 ** 4), recursion(18)]
     if not quick:
         w.insert(2, mlp(64, 1024))
     return w
@@ -302,17 +498,25 @@ def blas_rate(dtype):
 
 
 def measure(w, t, dtype):
-    # T is the element type's placeholder (no other capital T in sources).
-    module = mlir_ad.compile(w["src"].replace("T", t))
-    args = [a.astype(dtype) for a in w["args"]]
-    f = module.f
-    g = mlir_ad.grad(f, wrt=w["wrt"])
-    # Check the gradient against numpy's or torch's before timing it.
+    def cast(a):
+        # Index arguments (Python ints) stay as they are.
+        return a.astype(dtype) if isinstance(a, (np.ndarray, np.floating)) else a
+
+    args = [cast(a) for a in w["args"]]
+    if "module" in w:
+        module = w["module"]()
+        f, g = module[w["primal"]], module[w["gradient"]]
+    else:
+        # T is the element type's placeholder (no other capital T in sources).
+        f = mlir_ad.compile(w["src"].replace("T", t)).f
+        g = mlir_ad.grad(f, wrt=w["wrt"])
+    # Check the gradient against torch's before timing it.
     row = {"ours primal": best_time(lambda: f(*args)),
            "ours grad": best_time(lambda: g(*args))}
     ours = g(*args)
     if torch is not None:
-        targs = [torch.from_numpy(a.copy()) for a in args]
+        targs = [torch.from_numpy(np.array(a)) if not isinstance(a, int)
+                 else a for a in args]
         for i in w["wrt"]:
             targs[i].requires_grad_(True)
 
@@ -329,7 +533,7 @@ def measure(w, t, dtype):
         for mine, i in zip(ours, w["wrt"]):
             ref = targs[i].grad.numpy()
             scale = max(1.0, float(np.abs(ref).max()))
-            err = float(np.abs(mine - ref).max()) / scale
+            err = float(np.abs(np.asarray(mine) - ref).max()) / scale
             if err > tol:
                 raise SystemExit(f"{w['name']} {t}: gradient {i} differs "
                                  f"from torch's by {err:.2e}")
@@ -357,6 +561,8 @@ def main():
         if opts.only and not any(w["name"].startswith(p) for p in opts.only):
             continue
         for t, dtype in (("f64", np.float64), ("f32", np.float32)):
+            if t not in w.get("types", ("f64", "f32")):
+                continue
             r = measure(w, t, dtype)
             r["name"], r["type"] = w["name"], t
             bound = None
@@ -379,7 +585,7 @@ HEADER = ("| workload | type | ours primal ms | ours grad ms | torch fwd ms | "
 
 def format_row(r):
     torch_grad = r.get("torch grad")
-    vs = f"{r['ours grad'] / torch_grad:.2f}" if torch_grad else "-"
+    vs = f"{r['ours grad'] / torch_grad:.3g}" if torch_grad else "-"
     bound = f"{r['ours grad'] / r['bound']:.1f}" if r["bound"] else "-"
     return (f"| {r['name']} | {r['type']} | {ms(r['ours primal'])} | "
             f"{ms(r['ours grad'])} | {ms(r.get('torch primal'))} | "

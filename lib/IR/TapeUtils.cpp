@@ -14,11 +14,49 @@
 
 using namespace mlir;
 
-Value mlir::ad::createGrowableTape(OpBuilder &b, Location loc, Value width) {
-  Value rows = arith::ConstantIndexOp::create(b, loc, 16);
+/// Raises global `rowsHint` to `rows` atomically; returns its value before
+/// (an i64).
+static Value raiseRowsHint(OpBuilder &b, Location loc, Value rows,
+                           memref::GlobalOp rowsHint) {
+  Value global = memref::GetGlobalOp::create(b, loc, rowsHint.getType(),
+                                             rowsHint.getSymName());
+  Value bits = arith::IndexCastOp::create(b, loc, b.getI64Type(), rows);
+  return memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::maxu, bits,
+                                     global, ValueRange());
+}
+
+Value mlir::ad::createGrowableTape(OpBuilder &b, Location loc, Value width,
+                                   memref::GlobalOp rowsHint) {
+  Value least = arith::ConstantIndexOp::create(b, loc, 16);
+  // An atomic max with the least size reads the hint (no plain load may
+  // race with another call's update).
+  Value hinted = arith::IndexCastOp::create(
+      b, loc, b.getIndexType(), raiseRowsHint(b, loc, least, rowsHint));
+  Value rows = arith::MaxUIOp::create(b, loc, hinted, least);
   Value size = arith::MulIOp::create(b, loc, rows, width);
   auto type = MemRefType::get({ShapedType::kDynamic}, b.getF64Type());
   return memref::AllocOp::create(b, loc, type, size);
+}
+
+void mlir::ad::recordTapeRows(OpBuilder &b, Location loc, Value tape,
+                              Value width, memref::GlobalOp rowsHint) {
+  Value capacity = memref::DimOp::create(b, loc, tape, 0);
+  Value rows = arith::DivUIOp::create(b, loc, capacity, width);
+  raiseRowsHint(b, loc, rows, rowsHint);
+}
+
+memref::GlobalOp mlir::ad::createTapeRowsHint(SymbolTable &symbols,
+                                              Operation *before, Location loc,
+                                              StringRef name) {
+  OpBuilder b(before);
+  auto type = MemRefType::get({}, b.getI64Type());
+  auto global = memref::GlobalOp::create(
+      b, loc, name, b.getStringAttr("private"), type,
+      DenseElementsAttr::get(RankedTensorType::get({}, b.getI64Type()),
+                             b.getI64IntegerAttr(0).getValue()),
+      /*constant=*/false, /*alignment=*/IntegerAttr());
+  symbols.insert(global, Block::iterator(before));
+  return global;
 }
 
 Value mlir::ad::growTapeIfFull(OpBuilder &b, Location loc, Value tape,
@@ -43,6 +81,11 @@ Value mlir::ad::growTapeIfFull(OpBuilder &b, Location loc, Value tape,
   b.setInsertionPointToStart(grow.elseBlock());
   scf::YieldOp::create(b, loc, tape);
   return grow.getResult(0);
+}
+
+Value mlir::ad::lastRowFilled(OpBuilder &b, Location loc, Value nextRow) {
+  return arith::SubIOp::create(b, loc, nextRow,
+                               arith::ConstantIndexOp::create(b, loc, 1));
 }
 
 Value mlir::ad::encodeAsF64(OpBuilder &b, Location loc, Value value) {

@@ -9,6 +9,7 @@
 
 #include "ad/IR/ADDialect.h"
 #include "ad/IR/ADInterfaces.h"
+#include "ad/IR/TapeUtils.h"
 #include "ad/Rules/Rules.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -83,7 +84,10 @@ struct CallRule
       emitter.mapResults(call, forwardCall.getResults().take_front(numResults));
       emitter.setCarriedTapes(call,
                               forwardCall.getResults().drop_front(numResults));
-      emitter.setResiduals(call, {tape[1]});
+      // The callee's pullback starts at its invocation's row.
+      emitter.setResiduals(
+          call, {lastRowFilled(emitter.getBuilder(), call.getLoc(),
+                               forwardCall.getResult(numResults + 1))});
       return success();
     }
     auto forwardCall = func::CallOp::create(

@@ -194,6 +194,24 @@ struct BitcastTangentRule
   }
 };
 
+/// An atomic update of a buffer of integers (the row count a growable
+/// tape's creator remembers in a global, see createGrowableTape) carries
+/// no derivative: it runs as is. One of floats would need its shadow
+/// updated atomically too, which forward mode does not do.
+struct AtomicRMWTangentRule
+    : TangentRuleOpInterface::ExternalModel<AtomicRMWTangentRule,
+                                            memref::AtomicRMWOp> {
+  LogicalResult emitTangent(Operation *op, TangentEmitter &emitter) const {
+    auto atomic = cast<memref::AtomicRMWOp>(op);
+    if (!atomic.getValue().getType().isIntOrIndex())
+      return emitter.emitError(op, "no tangent rule for 'memref.atomic_rmw' "
+                                   "of floats, whose buffer holds a value "
+                                   "that depends on a differentiated "
+                                   "argument");
+    return emitter.cloneOp(op);
+  }
+};
+
 } // namespace
 
 void mlir::ad::registerMemRefTangentRules(DialectRegistry &registry) {
@@ -203,6 +221,7 @@ void mlir::ad::registerMemRefTangentRules(DialectRegistry &registry) {
     memref::AllocaOp::attachInterface<AllocTangentRule<memref::AllocaOp>>(
         *context);
     memref::ReallocOp::attachInterface<ReallocTangentRule>(*context);
+    memref::AtomicRMWOp::attachInterface<AtomicRMWTangentRule>(*context);
     memref::CopyOp::attachInterface<CopyTangentRule>(*context);
     memref::LoadOp::attachInterface<LoadTangentRule, LoadReverseRule>(
         *context);

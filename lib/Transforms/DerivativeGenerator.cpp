@@ -107,6 +107,12 @@ func::FuncOp DerivativeGenerator::lookupFunction(SymbolRefAttr symbol) {
   return ad::lookupFunction(symbolTable, symbol);
 }
 
+memref::GlobalOp DerivativeGenerator::createTapeRowsHint(func::FuncOp function,
+                                                         Location loc) {
+  return ad::createTapeRowsHint(symbolTable, function, loc,
+                                (function.getSymName() + "_tape_rows").str());
+}
+
 /// Replaces each tensor of `tape` that the pullback (body `pullbackBody`,
 /// whose first arguments are the tape) reads only for its sizes, as the
 /// shape of a cotangent, by those sizes, built in the forward function at
@@ -367,6 +373,7 @@ DerivativeGenerator::generate(func::FuncOp callee,
     forwardResults.push_back(forward.lookup(returned));
   llvm::append_range(forwardResults, reverse.tape);
   OpBuilder &forwardBuilder = forward.getBuilder();
+  forward.recordTapeRows(reverse.tape);
   func::ReturnOp::create(forwardBuilder, terminator->getLoc(), forwardResults);
   forwardFunction.setType(FunctionType::get(
       callee.getContext(), type.getInputs(),
@@ -449,9 +456,11 @@ DerivativeGenerator::generateRecursive(func::FuncOp callee,
   recursiveResults.append({tapeType, indexType});
   SmallVector<Type> pullbackInputs = {tapeType, indexType};
   llvm::append_range(pullbackInputs, cotangentTypes);
+  // The entry points pass the tape and the first invocation's row (the
+  // last row).
   SmallVector<Type> entryResults(type.getResults());
-  entryResults.push_back(tapeType);
-  SmallVector<Type> entryPullbackInputs = {tapeType};
+  entryResults.append({tapeType, indexType});
+  SmallVector<Type> entryPullbackInputs = {tapeType, indexType};
   llvm::append_range(entryPullbackInputs, cotangentTypes);
 
   func::FuncOp forwardFunction = createCompanion(
@@ -481,7 +490,7 @@ DerivativeGenerator::generateRecursive(func::FuncOp callee,
   functions.recursiveForward = recursiveForward;
   functions.recursivePullback = recursivePullback;
   functions.wrt.assign(wrt.begin(), wrt.end());
-  functions.numTapeValues = 1;
+  functions.numTapeValues = 2;
   auto key = std::make_pair(callee.getOperation(),
                             std::vector<int64_t>(varied.begin(), varied.end()));
   generated[key] = functions;
@@ -493,24 +502,31 @@ DerivativeGenerator::generateRecursive(func::FuncOp callee,
     return failure();
   };
 
-  // The recursive forward: this invocation fills row `row` of the tape.
+  // The recursive forward: this invocation's callees (and loops) take rows
+  // from `firstRow` on; the invocation then takes the next free row and
+  // stores its values there at its end (rows in post-order: the pullback,
+  // which reverses the last callee first, reads them at decreasing
+  // addresses instead of jumping between subtrees).
   Block *forwardEntry = &recursiveForward.getBody().front();
   ForwardSweep forward(*this, activity, callee, forwardEntry);
   forward.beginRecursion(callee);
   forward.mapping.map(original.getArguments(),
                       forwardEntry->getArguments().take_front(numArgs));
   GrowableTape &tape = forward.rows.tape(callee);
-  Value row = forwardEntry->getArgument(numArgs + 1);
+  Value firstRow = forwardEntry->getArgument(numArgs + 1);
   OpBuilder &forwardBuilder = forward.getBuilder();
-  tape.buffer =
-      growTapeIfFull(forwardBuilder, loc, forwardEntry->getArgument(numArgs),
-                     row, tape.forwardWidth->getResult(0));
+  tape.buffer = forwardEntry->getArgument(numArgs);
+  tape.nextRow = firstRow;
+  forward.beginRows(forwardEntry, callee, firstRow, tape.buffer);
+  if (failed(forward.emitOps(original, /*withTerminator=*/false)))
+    return discard();
+  Value row = tape.nextRow;
+  tape.buffer = growTapeIfFull(forwardBuilder, loc, tape.buffer, row,
+                               tape.forwardWidth->getResult(0));
+  forward.rows.storeRowsAtEnd(forwardEntry, row, tape.buffer);
   tape.nextRow = arith::AddIOp::create(
       forwardBuilder, loc, row,
       arith::ConstantIndexOp::create(forwardBuilder, loc, 1));
-  forward.beginRows(forwardEntry, callee, row, tape.buffer);
-  if (failed(forward.emitOps(original, /*withTerminator=*/false)))
-    return discard();
 
   // The recursive pullback reads row `row` of the final tape.
   Block *pullbackEntry = &recursivePullback.getBody().front();
@@ -539,24 +555,27 @@ DerivativeGenerator::generateRecursive(func::FuncOp callee,
   func::ReturnOp::create(forwardBuilder, terminator->getLoc(), forwardResults);
   forward.finalizeEscapes();
 
-  // Entry points for callers outside the recursion: a fresh tape, row 0.
+  // Entry points for callers outside the recursion: a fresh tape; the
+  // pullback starts at the first invocation's row.
   {
     OpBuilder b = OpBuilder::atBlockEnd(&forwardFunction.getBody().front());
     auto width = arith::ConstantIndexOp::create(b, loc, 0);
     addRecursionWidth(callee, width, 0);
+    memref::GlobalOp rowsHint = createTapeRowsHint(forwardFunction, loc);
     SmallVector<Value> operands(forwardFunction.getArguments());
-    operands.push_back(createGrowableTape(b, loc, width));
+    operands.push_back(createGrowableTape(b, loc, width, rowsHint));
     operands.push_back(arith::ConstantIndexOp::create(b, loc, 0));
     auto call = func::CallOp::create(b, loc, recursiveForward, operands);
+    recordTapeRows(b, loc, call.getResult(numResults), width, rowsHint);
     SmallVector<Value> results(call.getResults().take_front(numResults));
     results.push_back(call.getResult(numResults));
+    results.push_back(
+        lastRowFilled(b, loc, call.getResult(numResults + 1)));
     func::ReturnOp::create(b, loc, results);
   }
   {
     OpBuilder b = OpBuilder::atBlockEnd(&pullbackFunction.getBody().front());
-    SmallVector<Value> operands = {pullbackFunction.getArgument(0),
-                                   arith::ConstantIndexOp::create(b, loc, 0)};
-    llvm::append_range(operands, pullbackFunction.getArguments().drop_front());
+    SmallVector<Value> operands(pullbackFunction.getArguments());
     auto call = func::CallOp::create(b, loc, recursivePullback, operands);
     func::ReturnOp::create(b, loc, call.getResults());
   }

@@ -181,8 +181,9 @@ public:
       GrowableTape &tape = rows.tape(user);
       if (!tape.buffer) {
         Location loc = user->getLoc();
-        tape.buffer = createGrowableTape(builder, loc,
-                                         tape.forwardWidth->getResult(0));
+        tape.rowsHint = generator.createTapeRowsHint(function, loc);
+        tape.buffer = createGrowableTape(
+            builder, loc, tape.forwardWidth->getResult(0), tape.rowsHint);
         tape.nextRow = arith::ConstantIndexOp::create(builder, loc, 0);
       }
       values.push_back(tape.buffer);
@@ -227,6 +228,16 @@ public:
     recursionKey = key;
     rows.tape(key).widthOfRecursion = true;
     branchTape.disable();
+  }
+
+  /// At the end of the forward function: each growable tape it created
+  /// and passes to its pullback in `tape` remembers the rows it needed.
+  void recordTapeRows(ArrayRef<Value> tape) {
+    for (auto &[key, growable] : rows.getTapes())
+      if (growable.rowsHint && llvm::is_contained(tape, growable.buffer))
+        ad::recordTapeRows(builder, key->getLoc(), growable.buffer,
+                           growable.forwardWidth->getResult(0),
+                           growable.rowsHint);
   }
 
   /// Sets the sizes of every tape now that all values are stored.

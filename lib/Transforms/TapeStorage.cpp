@@ -279,6 +279,15 @@ void TapeRows::beginRows(Block *forwardBlock, Operation *key, Value row,
   scopes[forwardBlock] = {key, row, buffer};
 }
 
+void TapeRows::storeRowsAtEnd(Block *forwardBlock, Value row, Value buffer) {
+  Scope &scope = scopes[forwardBlock];
+  assert(scope.key && this->tape(scope.key).slots.empty() &&
+         "rows moved before anything is stored");
+  scope.row = row;
+  scope.buffer = buffer;
+  scope.atEnd = true;
+}
+
 bool TapeRows::covers(Value value) const {
   return coversBlock(value.getParentBlock());
 }
@@ -293,10 +302,10 @@ unsigned TapeRows::store(Value value, const Scope &scope) {
   tape.width += slotsFor(value.getType());
   Location loc = value.getLoc();
   OpBuilder b = builderAfterBoth(value, scope.buffer);
-  // The buffer current where the store goes.
+  // The buffer current where the store goes (at the end: the last one).
   Operation *def = value.getDefiningOp();
   Value buffer = scope.buffer;
-  for (Value candidate : tape.bufferHistory) {
+  for (Value candidate : scope.atEnd ? ArrayRef<Value>() : tape.bufferHistory) {
     Operation *candidateDef = candidate.getDefiningOp();
     if (def && candidateDef && candidateDef->getBlock() == def->getBlock() &&
         (candidateDef == def || candidateDef->isBeforeInBlock(def)))

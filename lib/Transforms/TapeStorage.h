@@ -27,6 +27,7 @@
 #ifndef AD_LIB_TRANSFORMS_TAPESTORAGE_H
 #define AD_LIB_TRANSFORMS_TAPESTORAGE_H
 
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/DenseMap.h"
@@ -133,6 +134,9 @@ struct GrowableTape {
   /// the buffer current where it is inserted (a call may have reallocated
   /// the one the row started with).
   SmallVector<Value> bufferHistory;
+  /// Where the function that created the buffer remembers the rows its
+  /// calls needed (see createGrowableTape); null for a tape it was given.
+  memref::GlobalOp rowsHint;
   /// Whether the rows are those of a recursion (the function's own, or a
   /// recursive callee's filling this tape), whose width the generator sets.
   bool widthOfRecursion = false;
@@ -149,6 +153,12 @@ public:
   /// Values of forward block `forwardBlock` go to row `row` of `key`'s
   /// tape, whose buffer there is `buffer`.
   void beginRows(Block *forwardBlock, Operation *key, Value row, Value buffer);
+  /// Values of `forwardBlock` (whose ops are all emitted) are stored at its
+  /// end instead, into row `row` of `buffer` (defined there): a recursive
+  /// invocation takes its row once its callees have taken theirs.
+  void storeRowsAtEnd(Block *forwardBlock, Value row, Value buffer);
+  /// The tapes, by key.
+  llvm::MapVector<Operation *, GrowableTape> &getTapes() { return tapes; }
   /// Whether values of forward block `block` go to rows.
   bool coversBlock(Block *block) const { return scopes.contains(block); }
 
@@ -165,6 +175,8 @@ private:
   struct Scope {
     Operation *key;
     Value row, buffer;
+    /// Whether stores go to the end of the block (storeRowsAtEnd).
+    bool atEnd = false;
   };
   unsigned store(Value value, const Scope &scope);
 

@@ -382,6 +382,35 @@ def test_tree_recursion(mod, n):
                               rel=max(tol["rtol"], 1e-6), abs=1e-7)
 
 
+
+def test_tapes_sized_by_earlier_calls(mod):
+    """A growable tape starts with as many rows as the largest earlier call
+    needed (a global per tape, raised atomically): gradients stay right as
+    calls shrink and grow again, one after another and from several threads
+    at once."""
+    from concurrent.futures import ThreadPoolExecutor
+    dtype, m = mod
+    tol = _tol(dtype)
+    x = 0.7
+    sizes = [12, 2, 16, 0, 9, 17, 1]
+    tree = {n: numerical_grad(fib_ref, [x, n], [0])[0] for n in sizes}
+    grad_fib = mlir_ad.grad(m.fib, wrt=0)
+    for n in sizes:
+        assert grad_fib(x, n) == pytest.approx(tree[n], rel=max(tol["rtol"], 1e-6),
+                                               abs=1e-7)
+    starts = [0.7, 9.5, 0.01, 3.0, 0.2]  # 0 to 7 trips of the while loop
+    loop = {b: numerical_grad(lambda a_, b_: while_ref(a_, b_)[0], [1.5, b],
+                              [0, 1]) for b in starts}
+    grad_while = mlir_ad.grad(m.while_growth)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        trees = list(pool.map(lambda n: grad_fib(x, n), sizes * 4))
+        loops = list(pool.map(lambda b: grad_while(1.5, b), starts * 4))
+    for n, g in zip(sizes * 4, trees):
+        assert g == pytest.approx(tree[n], rel=max(tol["rtol"], 1e-6), abs=1e-7)
+    for b, g in zip(starts * 4, loops):
+        assert_grads_close(g, loop[b], rtol=max(tol["rtol"], 1e-5),
+                           atol=tol["atol"])
+
 def ping_ref(x, y):
     if y < 1:
         return x * y

@@ -838,3 +838,24 @@ func.func @caller(%x: tensor<?xf64>, %n: index, %dy: tensor<?xf64>) -> tensor<?x
   %g = ad.pullback %pb(%dy) : !ad.pullback<(tensor<?xf64>) -> tensor<?xf64>>
   return %g : tensor<?xf64>
 }
+
+// -----
+
+// Forward mode runs an atomic update of integers as is (a growable tape's
+// row count) but has no rule for one of floats that depend on an argument.
+func.func @atomic_sum(%x: f64) -> f64 {
+  %m = memref.alloc() : memref<f64>
+  %z = arith.constant 0.0 : f64
+  memref.store %z, %m[] : memref<f64>
+  // expected-error @+1 {{no tangent rule for 'memref.atomic_rmw' of floats, whose buffer holds a value that depends on a differentiated argument}}
+  %old = memref.atomic_rmw addf %x, %m[] : (f64, memref<f64>) -> f64
+  %v = memref.load %m[] : memref<f64>
+  memref.dealloc %m : memref<f64>
+  return %v : f64
+}
+
+func.func @caller(%x: f64, %t: f64) -> (f64, f64) {
+  // expected-note @+1 {{while differentiating this call of @atomic_sum}}
+  %y, %ty = ad.jvp @atomic_sum(%x) tangents(%t) : (f64) -> (f64, f64)
+  return %y, %ty : f64, f64
+}

@@ -77,17 +77,40 @@ func.func @caller(%x: f64, %k: index) -> f64 {
 // -----
 
 // Recursion: the recursive versions thread one tape through every
-// invocation, each filling the row it starts with; the entry points for
-// outside callers start a fresh tape at row 0.
+// invocation; the callees take their rows first, then the invocation takes
+// the next free row, grows the tape if needed and stores its values there
+// (rows in post-order). The entry points for outside callers start a fresh
+// tape, sized by the most rows an earlier call needed (an i64 global read
+// and raised atomically), at row 0, and the pullback starts at the first
+// invocation's row: the last one.
+// CHECK-LABEL: memref.global "private" @power_ad_fwd_0_tape_rows : memref<i64> = dense<0>
 // CHECK-LABEL: func.func private @power_ad_fwd_0
+// CHECK: %[[HINT:.*]] = memref.get_global @power_ad_fwd_0_tape_rows
+// CHECK: memref.atomic_rmw maxu %{{.*}}, %[[HINT]][]
 // CHECK: %[[T0:.*]] = memref.alloc
-// CHECK: call @power_ad_fwdrec_0(%{{.*}}, %{{.*}}, %[[T0]], %{{.*}}) : (f64, i32, memref<?xf64>, index) -> (f64, memref<?xf64>, index)
+// CHECK: %[[R:.*]]:3 = call @power_ad_fwdrec_0(%{{.*}}, %{{.*}}, %[[T0]], %{{.*}}) : (f64, i32, memref<?xf64>, index) -> (f64, memref<?xf64>, index)
+// CHECK: memref.dim %[[R]]#1
+// CHECK: memref.atomic_rmw maxu
+// CHECK: %[[LAST:.*]] = arith.subi %[[R]]#2, %{{.*}} : index
+// CHECK: return %[[R]]#0, %[[R]]#1, %[[LAST]] : f64, memref<?xf64>, index
 // CHECK-LABEL: func.func private @power_ad_pb_0
-// CHECK: call @power_ad_pbrec_0(
+// CHECK-SAME: (%[[ETAPE:.*]]: memref<?xf64>, %[[EROW:.*]]: index, %[[SEED:.*]]: f64)
+// CHECK: call @power_ad_pbrec_0(%[[ETAPE]], %[[EROW]], %[[SEED]])
 // CHECK-LABEL: func.func private @power_ad_fwdrec_0
-// CHECK-SAME: (%{{.*}}: f64, %{{.*}}: i32, %[[TAPE:.*]]: memref<?xf64>, %[[ROW:.*]]: index) -> (f64, memref<?xf64>, index)
-// CHECK: memref.realloc %[[TAPE]]
-// CHECK: func.call @power_ad_fwdrec_0(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) :
+// CHECK-SAME: (%{{.*}}: f64, %{{.*}}: i32, %[[TAPE:.*]]: memref<?xf64>, %[[FIRST:.*]]: index) -> (f64, memref<?xf64>, index)
+// CHECK-NOT: memref.store
+// CHECK: scf.yield {{.*}}%[[TAPE]], %[[FIRST]]
+// CHECK: } else {
+// CHECK: %[[C:.*]]:3 = func.call @power_ad_fwdrec_0(%{{.*}}, %{{.*}}, %[[TAPE]], %[[FIRST]]) :
+// CHECK: %[[CROW:.*]] = arith.subi %[[C]]#2, %{{.*}} : index
+// CHECK: scf.yield {{.*}}%[[C]]#1, %[[C]]#2, %[[C]]#0, %[[CROW]]
+// CHECK: %[[NEXT:.*]] = arith.addi %[[ROW:.*]], %c1
+// CHECK: %[[GROWN:.*]] = scf.if
+// CHECK: memref.realloc
+// CHECK: memref.store %{{.*}}, %[[GROWN]]
+// CHECK-NOT: func.call
+// CHECK: %[[AFTER:.*]] = arith.addi %[[ROW]], %c1
+// CHECK: return %{{.*}}, %[[GROWN]], %[[AFTER]] : f64, memref<?xf64>, index
 // CHECK-LABEL: func.func private @power_ad_pbrec_0
 // CHECK-SAME: (%[[PTAPE:.*]]: memref<?xf64>, %{{.*}}: index, %{{.*}}: f64) -> f64
 // CHECK: func.call @power_ad_pbrec_0(%[[PTAPE]],

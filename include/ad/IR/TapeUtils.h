@@ -9,17 +9,38 @@
 #ifndef AD_IR_TAPEUTILS_H
 #define AD_IR_TAPEUTILS_H
 
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
 
 namespace mlir::ad {
 
-/// A new, empty growable tape with room for 16 rows of `width` slots.
-Value createGrowableTape(OpBuilder &b, Location loc, Value width);
+/// A new, empty growable tape of rows of `width` slots, with room for as
+/// many rows as the most an earlier call needed at this place (`rowsHint`,
+/// an i64 global updated by recordTapeRows), at least 16: a program called
+/// again with a similar size never grows its tape.
+Value createGrowableTape(OpBuilder &b, Location loc, Value width,
+                         memref::GlobalOp rowsHint);
+
+/// Raises `rowsHint` to the rows `tape`, a growable tape of `width` slots
+/// per row, has room for (atomically: calls may run in parallel).
+void recordTapeRows(OpBuilder &b, Location loc, Value tape, Value width,
+                    memref::GlobalOp rowsHint);
+
+/// The i64 global, initially 0, that createGrowableTape reads, inserted
+/// into `symbols` under a fresh name derived from `name`.
+memref::GlobalOp createTapeRowsHint(SymbolTable &symbols, Operation *before,
+                                    Location loc, StringRef name);
 
 /// `tape`, reallocated to max(2 * capacity, needed) when row `row` of
 /// `width` slots does not fit (amortized O(1) per row).
 Value growTapeIfFull(OpBuilder &b, Location loc, Value tape, Value row,
                      Value width);
+
+/// The row a recursive forward call filled for its own invocation, from the
+/// next free row it returns: an invocation takes its row after its callees
+/// (rows in post-order), so it is the last one.
+Value lastRowFilled(OpBuilder &b, Location loc, Value nextRow);
 
 /// Marks the arith.bitcast that puts an integer's bits into an f64 tape slot.
 /// The slot is only ever decoded back into that integer, so the bitcast's

@@ -14,6 +14,7 @@
 #include "ad/Transforms/MemoryWrites.h"
 
 #include "mlir/Analysis/CallGraph.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/MapVector.h"
@@ -95,6 +96,11 @@ public:
   /// it) are set too.
   void addRecursionWidth(func::FuncOp function, Operation *placeholder,
                          unsigned slots);
+
+  /// A new global, placed before `function`, in which the growable tape
+  /// `function` creates at one place remembers the most rows any call
+  /// needed (see createGrowableTape).
+  memref::GlobalOp createTapeRowsHint(func::FuncOp function, Location loc);
 
   /// Makes the rows of the tapes of the recursions of `a` and `b` equally
   /// wide: one of them writes rows into the other's tape.
