@@ -233,8 +233,13 @@ def ADLegalizeForLLVMPass : Pass<"ad-legalize-for-llvm"> {
     `llvm.fptrunc` as a raw `#arith.fastmath` attribute, which makes the
     printed LLVM dialect unreadable for `mlir-runner`. The flags mean
     nothing for a conversion; `math-extend-to-supported-types` adds them
-    when it computes f16/bf16 math in f32. Run before `convert-arith-to-llvm`.
+    when it computes f16/bf16 math in f32. Gives private functions with a
+    body internal linkage (`llvm.linkage`, which `convert-func-to-llvm`
+    honors; it ignores the symbol visibility), so that LLVM may drop their
+    unused arguments and results and inline them. Run before
+    `convert-arith-to-llvm` and `convert-func-to-llvm`.
   }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
 def ADVectorizePass : Pass<"ad-vectorize", "::mlir::func::FuncOp"> {

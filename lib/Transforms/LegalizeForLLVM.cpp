@@ -10,6 +10,8 @@
 #include "ad/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include <limits>
@@ -207,6 +209,15 @@ struct ADLegalizeForLLVMPass
     getOperation()->walk([](Operation *op) {
       if (isa<arith::ExtFOp, arith::TruncFOp>(op))
         op->removeAttr("fastmath");
+      // A private function with a body is internal to the module: LLVM may
+      // then drop its unused arguments and results, propagate constant
+      // ones and inline it everywhere (func-to-llvm ignores the symbol
+      // visibility and gives every function external linkage).
+      auto function = dyn_cast<func::FuncOp>(op);
+      if (function && function.isPrivate() && !function.isExternal())
+        function->setAttr(
+            "llvm.linkage",
+            LLVM::LinkageAttr::get(op->getContext(), LLVM::Linkage::Internal));
     });
   }
 };
