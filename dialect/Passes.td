@@ -218,9 +218,17 @@ def ADLegalizeForBufferizationPass : Pass<"ad-legalize-for-bufferization"> {
     into the slice that keeps them followed by a `tensor.collapse_shape`:
     `expand-strided-metadata` (LLVM 22) crashes on the rank-reducing
     strided subview it bufferizes to.
+    Copies (`bufferization.alloc_tensor ... copy`) each tensor a private
+    function returns that may be a constant (through branches, loops that
+    may not run and views): the pipeline's buffer deallocation passes the
+    ownership of buffers out of private functions instead of cloning the
+    ones they do not own, and one-shot bufferization takes a call's result
+    to be a fresh buffer unless it may alias an operand, so a caller would
+    write into the constant's read-only global.
     Run before bufferization.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::bufferization::BufferizationDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::tensor::TensorDialect"];
 }

@@ -14,6 +14,9 @@
 
 using namespace mlir;
 
+/// The most f64 slots (4 MiB) a growable tape starts with from its hint.
+static constexpr int64_t kMaxHintedSlots = int64_t(1) << 19;
+
 /// Raises global `rowsHint` to `rows` atomically; returns its value before
 /// (an i64).
 static Value raiseRowsHint(OpBuilder &b, Location loc, Value rows,
@@ -32,7 +35,14 @@ Value mlir::ad::createGrowableTape(OpBuilder &b, Location loc, Value width,
   // race with another call's update).
   Value hinted = arith::IndexCastOp::create(
       b, loc, b.getIndexType(), raiseRowsHint(b, loc, least, rowsHint));
-  Value rows = arith::MaxUIOp::create(b, loc, hinted, least);
+  // At most 4 MiB from the hint (a larger tape grows by doubling): a small
+  // call after a huge one must not pay for mapping the huge one's memory.
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value slots = arith::ConstantIndexOp::create(b, loc, kMaxHintedSlots);
+  Value capped = arith::DivUIOp::create(
+      b, loc, slots, arith::MaxUIOp::create(b, loc, width, one));
+  Value rows = arith::MaxUIOp::create(
+      b, loc, arith::MinUIOp::create(b, loc, hinted, capped), least);
   Value size = arith::MulIOp::create(b, loc, rows, width);
   auto type = MemRefType::get({ShapedType::kDynamic}, b.getF64Type());
   return memref::AllocOp::create(b, loc, type, size);
@@ -41,7 +51,10 @@ Value mlir::ad::createGrowableTape(OpBuilder &b, Location loc, Value width,
 void mlir::ad::recordTapeRows(OpBuilder &b, Location loc, Value tape,
                               Value width, memref::GlobalOp rowsHint) {
   Value capacity = memref::DimOp::create(b, loc, tape, 0);
-  Value rows = arith::DivUIOp::create(b, loc, capacity, width);
+  // A recursion may store nothing (rows of width 0).
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value rows = arith::DivUIOp::create(
+      b, loc, capacity, arith::MaxUIOp::create(b, loc, width, one));
   raiseRowsHint(b, loc, rows, rowsHint);
 }
 

@@ -10,6 +10,7 @@
 #include "ad/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Utils/IndexingUtils.h"
@@ -160,6 +161,96 @@ static void rewriteAsIfChain(scf::IndexSwitchOp op) {
   op.erase();
 }
 
+/// Whether tensor `value`, returned by a function, may bufferize to a buffer
+/// that is neither fresh nor one of the function's arguments: a constant's
+/// read-only global, or a view of one. Conservative: true unless every
+/// value it may be is fresh (an allocating op, a destination-passing or
+/// elementwise op, which one-shot bufferization never runs in place on a
+/// constant), an
+/// argument of the function (one-shot bufferization knows a call result
+/// may alias its operand) or the result of a call (the callee copies its
+/// own).
+static bool mayBeReadOnly(Value value, func::FuncOp function) {
+  SmallVector<Value> worklist = {value};
+  llvm::DenseSet<Value> seen;
+  auto yieldedAt = [&](Operation *op, unsigned index) {
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        if (Operation *terminator = block.getTerminator();
+            terminator && terminator->hasTrait<OpTrait::ReturnLike>() &&
+            index < terminator->getNumOperands())
+          worklist.push_back(terminator->getOperand(index));
+  };
+  while (!worklist.empty()) {
+    Value current = worklist.pop_back_val();
+    if (!seen.insert(current).second || !isa<TensorType>(current.getType()))
+      continue;
+    if (auto argument = dyn_cast<BlockArgument>(current)) {
+      if (argument.getOwner() == &function.getBody().front())
+        continue;
+      return true; // A loop's carried value: its init may be a constant.
+    }
+    Operation *def = current.getDefiningOp();
+    unsigned index = cast<OpResult>(current).getResultNumber();
+    if (isa<arith::ConstantOp, bufferization::ToTensorOp>(def))
+      return true;
+    if (isa<CallOpInterface, DestinationStyleOpInterface, tensor::EmptyOp,
+            tensor::FromElementsOp, tensor::GenerateOp, tensor::PadOp,
+            tensor::ConcatOp, tensor::SplatOp, bufferization::AllocTensorOp>(
+            def))
+      continue;
+    if (isa<scf::IfOp, scf::ExecuteRegionOp>(def)) {
+      yieldedAt(def, index);
+      continue;
+    }
+    if (auto loop = dyn_cast<scf::ForOp>(def)) {
+      // No iteration returns the init.
+      worklist.push_back(loop.getInitArgs()[index]);
+      yieldedAt(def, index);
+      continue;
+    }
+    if (isa<tensor::ExtractSliceOp, tensor::CollapseShapeOp,
+            tensor::ExpandShapeOp, tensor::CastOp, tensor::ReshapeOp,
+            tensor::BitcastOp>(def)) {
+      worklist.push_back(def->getOperand(0));
+      continue;
+    }
+    // Made from scalars, or elementwise on tensors (a linalg op once
+    // convert-elementwise-to-linalg runs): fresh.
+    if (llvm::none_of(def->getOperandTypes(), llvm::IsaPred<TensorType>) ||
+        def->hasTrait<OpTrait::Elementwise>())
+      continue;
+    return true;
+  }
+  return false;
+}
+
+/// Copies each returned tensor of a private function that may be a
+/// constant's buffer. Buffer deallocation passes the ownership of buffers
+/// out of private functions (instead of cloning those they do not own), and
+/// one-shot bufferization takes a call's result to be a fresh buffer unless
+/// it may alias an operand: a caller would write into the constant's
+/// read-only global.
+static void copyReadOnlyReturns(func::FuncOp function) {
+  if (!function.isPrivate() || function.isExternal())
+    return;
+  function.walk([&](func::ReturnOp ret) {
+    OpBuilder b(ret);
+    for (OpOperand &operand : ret->getOpOperands()) {
+      auto type = dyn_cast<RankedTensorType>(operand.get().getType());
+      if (!type || !mayBeReadOnly(operand.get(), function))
+        continue;
+      SmallVector<Value> sizes;
+      for (int64_t dim = 0; dim < type.getRank(); ++dim)
+        if (type.isDynamicDim(dim))
+          sizes.push_back(
+              tensor::DimOp::create(b, ret.getLoc(), operand.get(), dim));
+      operand.set(bufferization::AllocTensorOp::create(
+          b, ret.getLoc(), type, sizes, /*copy=*/operand.get()));
+    }
+  });
+}
+
 struct ADLegalizeForBufferizationPass
     : mlir::ad::impl::ADLegalizeForBufferizationPassBase<
           ADLegalizeForBufferizationPass> {
@@ -173,6 +264,8 @@ struct ADLegalizeForBufferizationPass
     });
     for (scf::IndexSwitchOp op : switches)
       rewriteAsIfChain(op);
+    getOperation()->walk(
+        [](func::FuncOp function) { copyReadOnlyReturns(function); });
     // expand-strided-metadata (LLVM 22) crashes on a strided subview that
     // drops unit dimensions (it cannot tell which ones were dropped).
     SmallVector<tensor::ExtractSliceOp> slices;
@@ -212,9 +305,11 @@ struct ADLegalizeForLLVMPass
       // A private function with a body is internal to the module: LLVM may
       // then drop its unused arguments and results, propagate constant
       // ones and inline it everywhere (func-to-llvm ignores the symbol
-      // visibility and gives every function external linkage).
+      // visibility and gives every function external linkage). A linkage
+      // the user chose stays.
       auto function = dyn_cast<func::FuncOp>(op);
-      if (function && function.isPrivate() && !function.isExternal())
+      if (function && function.isPrivate() && !function.isExternal() &&
+          !function->hasAttr("llvm.linkage"))
         function->setAttr(
             "llvm.linkage",
             LLVM::LinkageAttr::get(op->getContext(), LLVM::Linkage::Internal));

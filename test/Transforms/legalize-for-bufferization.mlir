@@ -91,3 +91,58 @@ func.func @strided_rank_reducing(%t: tensor<2x3x1xf64>) -> tensor<2xf64> {
   %s = tensor.extract_slice %t[1, 0, 0] [1, 2, 1] [1, 2, 1] : tensor<2x3x1xf64> to tensor<2xf64>
   return %s : tensor<2xf64>
 }
+
+// -----
+
+// A private function returns its buffers' ownership instead of a clone
+// (buffer deallocation with private-function-dynamic-ownership), so a
+// returned tensor that may be a constant (here through a branch and a
+// loop that may not run) is copied: a caller writing into the result in
+// place would write into the constant's read-only global.
+// CHECK-LABEL: func.func private @maybe_constant
+// CHECK: %[[R:.*]] = scf.if
+// CHECK: %[[L:.*]] = scf.for
+// CHECK: %[[C1:.*]] = bufferization.alloc_tensor() copy(%[[R]])
+// CHECK: %[[C2:.*]] = bufferization.alloc_tensor() copy(%[[L]])
+// CHECK: return %[[C1]], %[[C2]]
+func.func private @maybe_constant(%x: tensor<3xf64>, %p: i1, %n: index) -> (tensor<3xf64>, tensor<3xf64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %k = arith.constant dense<[1.0, 2.0, 3.0]> : tensor<3xf64>
+  %r = scf.if %p -> tensor<3xf64> {
+    scf.yield %k : tensor<3xf64>
+  } else {
+    %s = math.sin %x : tensor<3xf64>
+    scf.yield %s : tensor<3xf64>
+  }
+  %l = scf.for %i = %c0 to %n step %c1 iter_args(%t = %k) -> tensor<3xf64> {
+    %e = math.exp %t : tensor<3xf64>
+    scf.yield %e : tensor<3xf64>
+  }
+  return %r, %l : tensor<3xf64>, tensor<3xf64>
+}
+
+// Fresh results, arguments and public functions are returned as they are.
+// CHECK-LABEL: func.func private @fresh_or_argument
+// CHECK-NOT: bufferization.alloc_tensor
+// CHECK: return
+func.func private @fresh_or_argument(%x: tensor<3xf64>, %p: i1) -> (tensor<3xf64>, tensor<3xf64>) {
+  %k = arith.constant dense<[1.0, 2.0, 3.0]> : tensor<3xf64>
+  %s = arith.addf %x, %k : tensor<3xf64>
+  %r = scf.if %p -> tensor<3xf64> {
+    scf.yield %x : tensor<3xf64>
+  } else {
+    %e = tensor.empty() : tensor<3xf64>
+    %f = linalg.copy ins(%k : tensor<3xf64>) outs(%e : tensor<3xf64>) -> tensor<3xf64>
+    scf.yield %f : tensor<3xf64>
+  }
+  return %s, %r : tensor<3xf64>, tensor<3xf64>
+}
+
+// CHECK-LABEL: func.func @public_constant
+// CHECK-NOT: bufferization.alloc_tensor
+// CHECK: return
+func.func @public_constant() -> tensor<3xf64> {
+  %k = arith.constant dense<[1.0, 2.0, 3.0]> : tensor<3xf64>
+  return %k : tensor<3xf64>
+}
