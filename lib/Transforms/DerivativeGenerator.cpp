@@ -523,7 +523,12 @@ DerivativeGenerator::generateRecursive(func::FuncOp callee,
   Value row = tape.nextRow;
   tape.buffer = growTapeIfFull(forwardBuilder, loc, tape.buffer, row,
                                tape.forwardWidth->getResult(0));
-  forward.rows.storeRowsAtEnd(forwardEntry, row, tape.buffer);
+  if (!forward.rows.storeRowsAtEnd(forwardEntry, row, tape.buffer)) {
+    emitError(callee, "internal error: a value of '" + callee.getSymName() +
+                          "' was stored in its recursion's tape before the "
+                          "invocation's row was known");
+    return discard();
+  }
   tape.nextRow = arith::AddIOp::create(
       forwardBuilder, loc, row,
       arith::ConstantIndexOp::create(forwardBuilder, loc, 1));

@@ -279,13 +279,15 @@ void TapeRows::beginRows(Block *forwardBlock, Operation *key, Value row,
   scopes[forwardBlock] = {key, row, buffer};
 }
 
-void TapeRows::storeRowsAtEnd(Block *forwardBlock, Value row, Value buffer) {
-  Scope &scope = scopes[forwardBlock];
-  assert(scope.key && this->tape(scope.key).slots.empty() &&
-         "rows moved before anything is stored");
-  scope.row = row;
-  scope.buffer = buffer;
-  scope.atEnd = true;
+bool TapeRows::storeRowsAtEnd(Block *forwardBlock, Value row, Value buffer) {
+  auto it = scopes.find(forwardBlock);
+  // A value already stored went to the row the block started with.
+  if (it == scopes.end() || !this->tape(it->second.key).slots.empty())
+    return false;
+  it->second.row = row;
+  it->second.buffer = buffer;
+  it->second.atEnd = true;
+  return true;
 }
 
 bool TapeRows::covers(Value value) const {

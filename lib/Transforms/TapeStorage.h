@@ -155,8 +155,9 @@ public:
   void beginRows(Block *forwardBlock, Operation *key, Value row, Value buffer);
   /// Values of `forwardBlock` (whose ops are all emitted) are stored at its
   /// end instead, into row `row` of `buffer` (defined there): a recursive
-  /// invocation takes its row once its callees have taken theirs.
-  void storeRowsAtEnd(Block *forwardBlock, Value row, Value buffer);
+  /// invocation takes its row once its callees have taken theirs. False
+  /// (nothing changed) when a value is already stored.
+  bool storeRowsAtEnd(Block *forwardBlock, Value row, Value buffer);
   /// The tapes, by key.
   llvm::MapVector<Operation *, GrowableTape> &getTapes() { return tapes; }
   /// Whether values of forward block `block` go to rows.
