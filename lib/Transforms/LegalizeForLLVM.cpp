@@ -166,10 +166,9 @@ static void rewriteAsIfChain(scf::IndexSwitchOp op) {
 /// read-only global, or a view of one. Conservative: true unless every
 /// value it may be is fresh (an allocating op, a destination-passing or
 /// elementwise op, which one-shot bufferization never runs in place on a
-/// constant), an
-/// argument of the function (one-shot bufferization knows a call result
-/// may alias its operand) or the result of a call (the callee copies its
-/// own).
+/// constant), an argument of the function (one-shot bufferization knows a
+/// call result may alias its operand) or the result of a call (the callee
+/// copies its own).
 static bool mayBeReadOnly(Value value, func::FuncOp function) {
   SmallVector<Value> worklist = {value};
   llvm::DenseSet<Value> seen;
@@ -204,7 +203,7 @@ static bool mayBeReadOnly(Value value, func::FuncOp function) {
       continue;
     }
     if (auto loop = dyn_cast<scf::ForOp>(def)) {
-      // No iteration returns the init.
+      // A loop that runs no iteration returns its init.
       worklist.push_back(loop.getInitArgs()[index]);
       yieldedAt(def, index);
       continue;
