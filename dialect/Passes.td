@@ -250,6 +250,33 @@ def ADLegalizeForLLVMPass : Pass<"ad-legalize-for-llvm"> {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def ADFuseElementwisePass : Pass<"ad-fuse-elementwise"> {
+  let summary = "Fuse chains of elementwise linalg ops on tensors";
+  let description = [{
+    Computes an elementwise `linalg.generic` on tensors inside the generic
+    that reads its result (upstream `linalg::fuseElementwiseOps`), so that
+    a chain of elementwise ops, in the primal or in the adjoint, or an
+    elementwise op feeding a reduction, is one loop nest and one pass over
+    memory. Nothing expensive is computed twice: the consumer must read the
+    producer through a permutation of all its loops (never a broadcast, so
+    a contraction's operands stay loops of their own and the contraction
+    stays the multiply-add `ad-vectorize` register-tiles), producer and
+    consumer must be in the same block (nothing moves into a loop), and a
+    producer that other ops also read, which therefore stays, is computed
+    again in the consumer only if its body is at most 8 additions,
+    multiplications, comparisons or selects of tensors the consumer reads
+    anyway. Every element is computed by the same operations in the same
+    order: results are bit-identical.
+    A `tensor.insert_slice` or linalg op writing into a `linalg.fill` that
+    other ops read too, or that was made in another block (hoisted out of a
+    loop), gets a fill of its own: bufferization then fills a fresh buffer
+    instead of copying the filled one. Also folds fills and splat constants
+    read by generics into their bodies and drops unused operands and
+    results. Run before bufferization.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 def ADVectorizePass : Pass<"ad-vectorize", "::mlir::func::FuncOp"> {
   let summary = "Tile and vectorize linalg ops on buffers for the CPU";
   let description = [{
@@ -271,7 +298,10 @@ def ADVectorizePass : Pass<"ad-vectorize", "::mlir::func::FuncOp"> {
     to `convert-linalg-to-loops`. Elements whose width is not a power of
     two of at least 8 bits are never vectorized, nor tiles whose body reads
     `linalg.index` of several loops (upstream vectorizes those wrongly);
-    the function is verified after vectorization. Vector ops are then
+    the function is verified after vectorization. A `memref.copy` from or
+    to a strided view becomes a `linalg.copy` first and is vectorized like
+    the rest (the LLVM lowering would call the runtime's `memrefCopy`,
+    which copies one element at a time). Vector ops are then
     lowered to 1-D loads, stores and FMAs for `convert-vector-to-llvm`.
     Run after bufferization, before `convert-linalg-to-loops`.
   }];
@@ -291,6 +321,7 @@ def ADVectorizePass : Pass<"ad-vectorize", "::mlir::func::FuncOp"> {
   ];
   let dependentDialects = ["::mlir::affine::AffineDialect",
                            "::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::vector::VectorDialect"];

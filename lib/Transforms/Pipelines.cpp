@@ -31,6 +31,8 @@ static void addBufferization(OpPassManager &pm,
                              const ad::LowerToLLVMOptions &lowering) {
   pm.addPass(ad::createADLegalizeForBufferizationPass());
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
+  if (lowering.fuse)
+    pm.addPass(ad::createADFuseElementwisePass());
   bufferization::OneShotBufferizePassOptions options;
   options.bufferizeFunctionBoundaries = true;
   options.functionBoundaryTypeConversion =
@@ -131,6 +133,11 @@ struct LowerToLLVMPipelineOptions
       llvm::cl::desc("Tile and vectorize linalg ops (ad-vectorize); "
                      "false: plain scalar loops"),
       llvm::cl::init(true)};
+  Option<bool> fuse{
+      *this, "fuse",
+      llvm::cl::desc("Fuse chains of elementwise linalg ops on tensors "
+                     "(ad-fuse-elementwise)"),
+      llvm::cl::init(true)};
   Option<bool> vectorMath{
       *this, "vector-math",
       llvm::cl::desc("Math on vectors through glibc's libmvec "
@@ -160,6 +167,7 @@ void mlir::ad::registerADPipelines() {
       [](OpPassManager &pm, const LowerToLLVMPipelineOptions &pipeline) {
         LowerToLLVMOptions options;
         options.vectorize = pipeline.vectorize;
+        options.fuse = pipeline.fuse;
         options.vectorMath = pipeline.vectorMath;
         options.vectorBits = pipeline.vectorBits;
         buildLowerToLLVMPipeline(pm, options);

@@ -623,6 +623,28 @@ static void lowerVectorOps(Operation *root, bool reassociate) {
   });
 }
 
+/// Rewrites each `memref.copy` between buffers of which one is a strided
+/// view (an insert_slice, a pad or a clone of a slice after bufferization)
+/// into a `linalg.copy`, vectorized with the other ops. The LLVM lowering
+/// turns such a copy into a call of the runtime's generic `memrefCopy`,
+/// which copies one element at a time; a copy between identity-layout
+/// buffers stays a `memcpy`.
+static void copiesToLinalg(RewriterBase &rewriter, func::FuncOp func) {
+  SmallVector<memref::CopyOp> copies;
+  func.walk([&](memref::CopyOp copy) {
+    auto source = dyn_cast<MemRefType>(copy.getSource().getType());
+    auto target = dyn_cast<MemRefType>(copy.getTarget().getType());
+    if (source && target && source.getRank() > 0 &&
+        (!source.getLayout().isIdentity() || !target.getLayout().isIdentity()))
+      copies.push_back(copy);
+  });
+  for (memref::CopyOp copy : copies) {
+    rewriter.setInsertionPoint(copy);
+    rewriter.replaceOpWithNewOp<linalg::CopyOp>(copy, copy.getSource(),
+                                                copy.getTarget());
+  }
+}
+
 struct ADVectorizePass
     : mlir::ad::impl::ADVectorizePassBase<ADVectorizePass> {
   using Base::Base;
@@ -631,6 +653,9 @@ struct ADVectorizePass
     func::FuncOp func = getOperation();
     unsigned bits = vectorBits ? unsigned(vectorBits) : ad::hostVectorBits();
     IRRewriter rewriter(func.getContext());
+
+    if (elementwise)
+      copiesToLinalg(rewriter, func);
 
     // Tile first, then vectorize: peeling leaves constant tile sizes that
     // canonicalization turns into static subview types.

@@ -155,3 +155,32 @@ func.func @fpowi(%x: memref<8xf64>, %n: memref<8xi32>, %y: memref<8xf64>) {
   }
   return
 }
+
+// -----
+
+// A copy from or to a strided view is vectorized like any linalg op (the
+// LLVM lowering would call the runtime's memrefCopy, one element at a
+// time); a copy between whole buffers stays a memref.copy (a memcpy).
+// CHECK-LABEL: func.func @strided_copies
+// CHECK-SAME:  (%[[A:.*]]: memref<?xf64>, %[[B:.*]]: memref<?xf64>, %[[C:.*]]: memref<4x?xf64>)
+// CHECK:       vector.load {{.*}} vector<8xf64>
+// CHECK:       vector.store {{.*}} vector<8xf64>
+// CHECK:       vector.load {{.*}} vector<8xf64>
+// CHECK:       vector.store {{.*}} vector<8xf64>
+// CHECK:       memref.copy %[[A]], %[[B]] : memref<?xf64> to memref<?xf64>
+// CHECK-NOT:   memref.copy
+// OFF-LABEL:   func.func @strided_copies
+// OFF-COUNT-3: memref.copy
+func.func @strided_copies(%a: memref<?xf64>, %b: memref<?xf64>, %c: memref<4x?xf64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %a, %c0 : memref<?xf64>
+  %m = arith.subi %n, %c1 : index
+  %src = memref.subview %a[1] [%m] [1] : memref<?xf64> to memref<?xf64, strided<[1], offset: 1>>
+  %dst = memref.subview %b[0] [%m] [1] : memref<?xf64> to memref<?xf64, strided<[1]>>
+  memref.copy %src, %dst : memref<?xf64, strided<[1], offset: 1>> to memref<?xf64, strided<[1]>>
+  %row = memref.subview %c[2, 0] [1, %n] [1, 1] : memref<4x?xf64> to memref<?xf64, strided<[1], offset: ?>>
+  memref.copy %a, %row : memref<?xf64> to memref<?xf64, strided<[1], offset: ?>>
+  memref.copy %a, %b : memref<?xf64> to memref<?xf64>
+  return
+}

@@ -58,6 +58,8 @@ struct LowerToLLVMOptions {
   /// Tile and vectorize linalg ops on buffers (ad-vectorize); plain scalar
   /// loops otherwise.
   bool vectorize = true;
+  /// Fuse chains of elementwise linalg ops on tensors (ad-fuse-elementwise).
+  bool fuse = true;
   /// Math on vectors through glibc's libmvec (ad-vector-math).
   bool vectorMath = true;
   /// Vector register width in bits for both (0: the host's). The code, and

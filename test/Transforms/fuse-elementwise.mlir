@@ -1,0 +1,201 @@
+// RUN: ad-opt %s --split-input-file --ad-fuse-elementwise | FileCheck %s
+
+#id = affine_map<(i) -> (i)>
+#id2 = affine_map<(i, j) -> (i, j)>
+
+// A chain of elementwise ops read once: one generic, one pass.
+// CHECK-LABEL: func.func @chain
+// CHECK:       linalg.generic
+// CHECK:         math.exp
+// CHECK:         arith.mulf
+// CHECK:         arith.addf
+// CHECK-NOT:   linalg.generic
+func.func @chain(%x: tensor<?xf64>) -> tensor<?xf64> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?xf64>
+  %e = tensor.empty(%n) : tensor<?xf64>
+  %a = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%x : tensor<?xf64>) outs(%e : tensor<?xf64>) {
+  ^bb0(%v: f64, %o: f64):
+    %r = math.exp %v : f64
+    linalg.yield %r : f64
+  } -> tensor<?xf64>
+  %b = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]} ins(%a, %x : tensor<?xf64>, tensor<?xf64>) outs(%e : tensor<?xf64>) {
+  ^bb0(%v: f64, %w: f64, %o: f64):
+    %r = arith.mulf %v, %w : f64
+    linalg.yield %r : f64
+  } -> tensor<?xf64>
+  %c = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%b : tensor<?xf64>) outs(%e : tensor<?xf64>) {
+  ^bb0(%v: f64, %o: f64):
+    %r = arith.addf %v, %v : f64
+    linalg.yield %r : f64
+  } -> tensor<?xf64>
+  return %c : tensor<?xf64>
+}
+
+// -----
+
+#id = affine_map<(i) -> (i)>
+#id2 = affine_map<(i, j) -> (i, j)>
+// An elementwise op feeding a reduction over all its elements is computed
+// in the reduction's loop.
+// CHECK-LABEL: func.func @into_reduction
+// CHECK:       linalg.generic
+// CHECK-SAME:    iterator_types = ["parallel", "reduction"]
+// CHECK:         math.exp
+// CHECK:         arith.addf
+// CHECK-NOT:   linalg.generic
+func.func @into_reduction(%x: tensor<4x?xf64>, %acc: tensor<4xf64>) -> tensor<4xf64> {
+  %c1 = arith.constant 1 : index
+  %n = tensor.dim %x, %c1 : tensor<4x?xf64>
+  %e = tensor.empty(%n) : tensor<4x?xf64>
+  %a = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<4x?xf64>) outs(%e : tensor<4x?xf64>) {
+  ^bb0(%v: f64, %o: f64):
+    %r = math.exp %v : f64
+    linalg.yield %r : f64
+  } -> tensor<4x?xf64>
+  %s = linalg.generic {indexing_maps = [#id2, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]} ins(%a : tensor<4x?xf64>) outs(%acc : tensor<4xf64>) {
+  ^bb0(%v: f64, %o: f64):
+    %r = arith.addf %o, %v : f64
+    linalg.yield %r : f64
+  } -> tensor<4xf64>
+  return %s : tensor<4xf64>
+}
+
+// -----
+
+#id = affine_map<(i) -> (i)>
+#id2 = affine_map<(i, j) -> (i, j)>
+// An op read by two consumers stays; an expensive one (exp) is not
+// computed again in either.
+// CHECK-LABEL: func.func @expensive_shared
+// CHECK-COUNT-1: math.exp
+// CHECK-NOT:   math.exp
+func.func @expensive_shared(%x: tensor<?xf64>) -> (tensor<?xf64>, tensor<?xf64>) {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?xf64>
+  %e = tensor.empty(%n) : tensor<?xf64>
+  %p = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%x : tensor<?xf64>) outs(%e : tensor<?xf64>) {
+  ^bb0(%v: f64, %o: f64):
+    %r = math.exp %v : f64
+    linalg.yield %r : f64
+  } -> tensor<?xf64>
+  %a = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%p : tensor<?xf64>) outs(%e : tensor<?xf64>) {
+  ^bb0(%v: f64, %o: f64):
+    %r = arith.addf %v, %v : f64
+    linalg.yield %r : f64
+  } -> tensor<?xf64>
+  %b = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%p : tensor<?xf64>) outs(%e : tensor<?xf64>) {
+  ^bb0(%v: f64, %o: f64):
+    %r = arith.mulf %v, %v : f64
+    linalg.yield %r : f64
+  } -> tensor<?xf64>
+  return %a, %b : tensor<?xf64>, tensor<?xf64>
+}
+
+// -----
+
+#id = affine_map<(i) -> (i)>
+#id2 = affine_map<(i, j) -> (i, j)>
+// A cheap shared op (x * y) is computed again in a consumer that reads x
+// and y anyway (saves reading it back), not in one that would have to read
+// y only for it.
+// CHECK-LABEL: func.func @cheap_shared
+// CHECK:       %[[P:.*]] = linalg.generic
+// CHECK-SAME:    ins(%[[X:.*]], %[[Y:.*]] : tensor<?xf64>, tensor<?xf64>)
+// CHECK:       linalg.generic
+// CHECK-SAME:    ins(%[[X]], %[[Y]] : tensor<?xf64>, tensor<?xf64>)
+// CHECK:         arith.mulf
+// CHECK:         arith.subf
+// CHECK:       linalg.generic
+// CHECK-SAME:    ins(%[[P]], %[[X]] : tensor<?xf64>, tensor<?xf64>)
+func.func @cheap_shared(%x: tensor<?xf64>, %y: tensor<?xf64>) -> (tensor<?xf64>, tensor<?xf64>, tensor<?xf64>) {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?xf64>
+  %e = tensor.empty(%n) : tensor<?xf64>
+  %p = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]} ins(%x, %y : tensor<?xf64>, tensor<?xf64>) outs(%e : tensor<?xf64>) {
+  ^bb0(%v: f64, %w: f64, %o: f64):
+    %r = arith.mulf %v, %w : f64
+    linalg.yield %r : f64
+  } -> tensor<?xf64>
+  %a = linalg.generic {indexing_maps = [#id, #id, #id, #id], iterator_types = ["parallel"]} ins(%p, %x, %y : tensor<?xf64>, tensor<?xf64>, tensor<?xf64>) outs(%e : tensor<?xf64>) {
+  ^bb0(%v: f64, %w: f64, %z: f64, %o: f64):
+    %r = arith.subf %v, %z : f64
+    linalg.yield %r : f64
+  } -> tensor<?xf64>
+  %b = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]} ins(%p, %x : tensor<?xf64>, tensor<?xf64>) outs(%e : tensor<?xf64>) {
+  ^bb0(%v: f64, %w: f64, %o: f64):
+    %r = arith.divf %v, %w : f64
+    linalg.yield %r : f64
+  } -> tensor<?xf64>
+  return %p, %a, %b : tensor<?xf64>, tensor<?xf64>, tensor<?xf64>
+}
+
+// -----
+
+#id = affine_map<(i) -> (i)>
+#id2 = affine_map<(i, j) -> (i, j)>
+// Never fused: an operand read through a broadcast (a matmul's: it would be
+// computed for every column), and a producer outside the loop of its
+// consumer (it would be computed at every iteration).
+// CHECK-LABEL: func.func @not_fused
+// CHECK:       math.exp
+// CHECK:       linalg.matmul
+// CHECK:       math.sin
+// CHECK:       scf.for
+// CHECK-NOT:     math.sin
+// CHECK:         arith.mulf
+func.func @not_fused(%a: tensor<8x8xf64>, %b: tensor<8x8xf64>, %x: tensor<8xf64>, %n: index) -> (tensor<8x8xf64>, tensor<8xf64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %e = tensor.empty() : tensor<8x8xf64>
+  %ea = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%a : tensor<8x8xf64>) outs(%e : tensor<8x8xf64>) {
+  ^bb0(%v: f64, %o: f64):
+    %r = math.exp %v : f64
+    linalg.yield %r : f64
+  } -> tensor<8x8xf64>
+  %m = linalg.matmul ins(%ea, %b : tensor<8x8xf64>, tensor<8x8xf64>) outs(%b : tensor<8x8xf64>) -> tensor<8x8xf64>
+  %e1 = tensor.empty() : tensor<8xf64>
+  %s = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%x : tensor<8xf64>) outs(%e1 : tensor<8xf64>) {
+  ^bb0(%v: f64, %o: f64):
+    %r = math.sin %v : f64
+    linalg.yield %r : f64
+  } -> tensor<8xf64>
+  %l = scf.for %i = %c0 to %n step %c1 iter_args(%t = %x) -> tensor<8xf64> {
+    %u = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]} ins(%s, %t : tensor<8xf64>, tensor<8xf64>) outs(%e1 : tensor<8xf64>) {
+    ^bb0(%v: f64, %w: f64, %o: f64):
+      %r = arith.mulf %v, %w : f64
+      linalg.yield %r : f64
+    } -> tensor<8xf64>
+    scf.yield %u : tensor<8xf64>
+  }
+  return %m, %l : tensor<8x8xf64>, tensor<8xf64>
+}
+
+// -----
+
+#id = affine_map<(i) -> (i)>
+#id2 = affine_map<(i, j) -> (i, j)>
+// A zero tensor made outside a loop and written into inside it is filled
+// again in the loop: bufferization then fills a fresh buffer instead of
+// copying the zeros every iteration.
+// CHECK-LABEL: func.func @refill
+// CHECK:       scf.for
+// CHECK:         %[[Z:.*]] = linalg.fill
+// CHECK:         tensor.insert_slice %{{.*}} into %[[Z]]
+func.func @refill(%x: tensor<4xf64>, %n: index) -> tensor<8xf64> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f64
+  %e = tensor.empty() : tensor<8xf64>
+  %z = linalg.fill ins(%zero : f64) outs(%e : tensor<8xf64>) -> tensor<8xf64>
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %z) -> tensor<8xf64> {
+    %ins = tensor.insert_slice %x into %z[2] [4] [1] : tensor<4xf64> into tensor<8xf64>
+    %s = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]} ins(%acc, %ins : tensor<8xf64>, tensor<8xf64>) outs(%e : tensor<8xf64>) {
+    ^bb0(%v: f64, %w: f64, %o: f64):
+      %a = arith.addf %v, %w : f64
+      linalg.yield %a : f64
+    } -> tensor<8xf64>
+    scf.yield %s : tensor<8xf64>
+  }
+  return %r : tensor<8xf64>
+}
