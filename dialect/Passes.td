@@ -260,19 +260,22 @@ def ADFuseElementwisePass : Pass<"ad-fuse-elementwise"> {
     memory. Nothing expensive is computed twice: the consumer must read the
     producer through a permutation of all its loops (never a broadcast, so
     a contraction's operands stay loops of their own and the contraction
-    stays the multiply-add `ad-vectorize` register-tiles), producer and
-    consumer must be in the same block (nothing moves into a loop), and a
-    producer that other ops also read, which therefore stays, is computed
-    again in the consumer only if its body is at most 8 additions,
-    multiplications, comparisons or selects of tensors the consumer reads
-    anyway. Every element is computed by the same operations in the same
-    order: results are bit-identical.
+    stays the multiply-add `ad-vectorize` register-tiles), and producer and
+    consumer must be in the same block (nothing moves into a loop). The
+    producer's results that other ops read after the consumer become
+    results of the fused op; if an op reads them before the consumer, the
+    producer stays and the fused op computes it again, which is allowed
+    only for at most 8 additions, multiplications, comparisons or selects
+    of tensors the consumer reads anyway. Every element is computed by the
+    same operations in the same order: results are bit-identical. Unlike
+    upstream's `linalg-fuse-elementwise-ops`, a generic's `outs` that its
+    body does not read are kept (replacing them by `tensor.empty` turns the
+    in-place accumulations of adjoints into a new buffer and a copy).
     A `tensor.insert_slice` or linalg op writing into a `linalg.fill` that
     other ops read too, or that was made in another block (hoisted out of a
     loop), gets a fill of its own: bufferization then fills a fresh buffer
-    instead of copying the filled one. Also folds fills and splat constants
-    read by generics into their bodies and drops unused operands and
-    results. Run before bufferization.
+    instead of copying the filled one. Unused operands and results of
+    generics are dropped. Run before bufferization.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }

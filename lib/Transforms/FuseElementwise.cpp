@@ -6,18 +6,16 @@
 // elementwise op feeding a reduction, is one loop nest and one pass over
 // memory instead of one buffer per op.
 //
-// Fusion makes no expensive work: the consumer must read the producer's
-// result through a permutation of all its loops, so it computes each
-// element once, and a producer that other ops also read (and which
-// therefore stays) is fused only if its body is a few additions,
-// multiplications or comparisons of tensors the consumer reads anyway,
-// cheaper than reading its result back. A producer read through a broadcast (a matmul's
-// operand, a row read by every column) stays a loop of its own: fused into
-// a contraction it would be recomputed for every output element and the
-// contraction would no longer be the multiply-add ad-vectorize
-// register-tiles. Producers outside a loop are not moved into it. Each
-// element is computed by the same operations in the same order, so the
-// results are bit-identical.
+// Fusion makes no expensive work. The consumer must read the producer
+// through a permutation of all its loops, so it computes each element once.
+// The producer's results that other ops read become results of the fused
+// op when those readers come after it; otherwise the producer stays for
+// them and the fused op computes it again, which is allowed only for a few
+// additions, multiplications or comparisons of tensors the consumer reads
+// anyway (cheaper than reading the result back). Upstream's own pattern
+// set is not used: it also replaces a generic's `outs` that the body does
+// not read by a `tensor.empty`, which turns the in-place accumulations of
+// adjoints (`insert_slice(add(slice, d))`) into a new buffer and a copy.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,6 +24,8 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/IR/Dominance.h"
+#include "mlir/Transforms/CSE.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::ad {
@@ -36,13 +36,12 @@ namespace mlir::ad {
 using namespace mlir;
 
 namespace {
-/// Most operations of a producer worth computing again in each consumer
-/// rather than reading back from memory.
+/// Most operations of a producer worth computing again in a consumer rather
+/// than reading back from memory.
 constexpr unsigned kMaxRecomputedOps = 8;
 
 /// Whether `producer`'s body is a few cheap operations (no division, no
-/// math function, no call): reading its result back from memory costs more
-/// than computing it again.
+/// math function, no call).
 static bool isCheapToRecompute(linalg::GenericOp producer) {
   unsigned count = 0;
   for (Operation &op : producer.getBlock()->without_terminator()) {
@@ -59,38 +58,93 @@ static bool isCheapToRecompute(linalg::GenericOp producer) {
   return true;
 }
 
-/// Whether the producer of `operand` (an input of a generic) is fused into
-/// its consumer. Upstream fusion leaves the producer in place for its other
-/// readers, so the fused op computes it again: allowed only when that is a
-/// few cheap operations on tensors the consumer reads anyway. Either way the consumer must visit each element of
-/// the producer once (a permutation of its loops), and must only read the
-/// producer: if it also writes into a result, the producer stays alive.
-static bool worthFusing(OpOperand *operand) {
+/// Whether `user`, or the op of `op`'s block it is nested in, comes after
+/// `op`.
+static bool isAfterInBlock(Operation *user, Operation *op) {
+  Operation *ancestor = op->getBlock()->findAncestorOpInBlock(*user);
+  return ancestor && ancestor != op && op->isBeforeInBlock(ancestor);
+}
+
+/// What fusing the producer of an input into its consumer does with the
+/// producer.
+enum class Fusion {
+  None,
+  /// The fused op computes the producer's results for every reader.
+  Move,
+  /// The producer stays for readers before the consumer; the fused op
+  /// computes it again.
+  Recompute,
+};
+
+static Fusion planFusion(OpOperand *operand) {
   auto producer = operand->get().getDefiningOp<linalg::GenericOp>();
   auto consumer = dyn_cast<linalg::GenericOp>(operand->getOwner());
-  if (!producer || !consumer || producer->getBlock() != consumer->getBlock())
-    return false;
-  if (!consumer.getMatchingIndexingMap(operand).isPermutation())
-    return false;
-  bool exclusive = true;
+  if (!producer || !consumer || producer->getBlock() != consumer->getBlock() ||
+      !linalg::areElementwiseOpsFusable(operand) ||
+      !consumer.getMatchingIndexingMap(operand).isPermutation())
+    return Fusion::None;
+  bool othersAfter = true;
   for (OpOperand &use : producer->getUses()) {
-    if (use.getOwner() != consumer.getOperation())
-      exclusive = false;
-    else if (!consumer.isDpsInput(&use))
-      return false;
+    if (use.getOwner() == consumer.getOperation()) {
+      // A result the consumer writes into would stay alive.
+      if (!consumer.isDpsInput(&use))
+        return Fusion::None;
+    } else if (!isAfterInBlock(use.getOwner(), consumer)) {
+      othersAfter = false;
+    }
   }
-  if (exclusive)
-    return true;
-  // The producer stays and still writes its result: computing it again
-  // only saves reading it back, so it must not make the consumer read
-  // anything it did not already read.
+  if (othersAfter)
+    return Fusion::Move;
   if (!isCheapToRecompute(producer))
-    return false;
-  return llvm::all_of(producer.getDpsInputs(), [&](Value input) {
-    return !isa<RankedTensorType>(input.getType()) ||
-           llvm::is_contained(consumer.getDpsInputs(), input);
-  });
+    return Fusion::None;
+  // Recomputing saves reading the result back only if the consumer need
+  // not read anything new for it.
+  bool readsNothingNew =
+      llvm::all_of(producer.getDpsInputs(), [&](Value input) {
+        return !isa<RankedTensorType>(input.getType()) ||
+               llvm::is_contained(consumer.getDpsInputs(), input);
+      });
+  return readsNothingNew ? Fusion::Recompute : Fusion::None;
 }
+
+struct FuseIntoConsumer : OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(linalg::GenericOp consumer,
+                                PatternRewriter &rewriter) const override {
+    if (!consumer.hasPureTensorSemantics())
+      return failure();
+    for (OpOperand *operand : consumer.getDpsInputOperands()) {
+      Fusion plan = planFusion(operand);
+      if (plan == Fusion::None)
+        continue;
+      Operation *producer = operand->get().getDefiningOp();
+      FailureOr<linalg::ElementwiseOpFusionResult> fused =
+          linalg::fuseElementwiseOps(rewriter, operand);
+      if (failed(fused))
+        continue;
+      // The fused op stands where the consumer was: the producer's readers
+      // after it may read its copy of the producer's results. The fused op
+      // itself still reads the producer if the consumer read it through
+      // several operands (fused in turn next).
+      Operation *fusedOp = fused->fusedOp;
+      for (auto [original, replacement] : fused->replacements) {
+        if (original.getDefiningOp() != producer)
+          rewriter.replaceAllUsesWith(original, replacement);
+        else if (plan == Fusion::Move)
+          rewriter.replaceUsesWithIf(original, replacement, [&](OpOperand &use) {
+            return use.getOwner() != consumer.getOperation() &&
+                   use.getOwner() != fusedOp;
+          });
+      }
+      rewriter.eraseOp(consumer);
+      if (producer->use_empty())
+        rewriter.eraseOp(producer);
+      return success();
+    }
+    return failure();
+  }
+};
 
 /// Fills a constant-filled destination again where it is written into.
 /// A `tensor.insert_slice` or a linalg op writing into the result of a
@@ -127,11 +181,21 @@ struct ADFuseElementwisePass
   void runOnOperation() override {
     refillDestinations(getOperation());
     RewritePatternSet patterns(&getContext());
-    linalg::populateElementwiseOpsFusionPatterns(patterns,
-                                                 worthFusing);
+    patterns.add<FuseIntoConsumer>(&getContext());
+    // Results of fused ops nobody reads (a moved producer's result that
+    // only the consumer read) and the operands they needed.
+    linalg::populateEraseUnusedOperandsAndResultsPatterns(patterns);
     // Every step leaves valid IR: stopping at the iteration limit only
     // leaves some ops unfused.
     (void)applyPatternsGreedily(getOperation(), std::move(patterns));
+    // A producer read through several operands is inlined once per
+    // operand: one computation is enough. Only inside the bodies: CSE of
+    // the function would merge the fills given back above.
+    IRRewriter rewriter(&getContext());
+    DominanceInfo dominance(getOperation());
+    getOperation()->walk([&](linalg::GenericOp generic) {
+      eliminateCommonSubExpressions(rewriter, dominance, generic);
+    });
   }
 };
 } // namespace

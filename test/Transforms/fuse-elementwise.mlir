@@ -65,12 +65,16 @@ func.func @into_reduction(%x: tensor<4x?xf64>, %acc: tensor<4xf64>) -> tensor<4x
 
 #id = affine_map<(i) -> (i)>
 #id2 = affine_map<(i, j) -> (i, j)>
-// An op read by two consumers stays; an expensive one (exp) is not
-// computed again in either.
-// CHECK-LABEL: func.func @expensive_shared
+
+// An op read by two consumers is computed once, in one generic with both.
+// CHECK-LABEL: func.func @shared
+// CHECK:       %[[R:.*]]:2 = linalg.generic
 // CHECK-COUNT-1: math.exp
 // CHECK-NOT:   math.exp
-func.func @expensive_shared(%x: tensor<?xf64>) -> (tensor<?xf64>, tensor<?xf64>) {
+// CHECK:       linalg.yield
+// CHECK-NOT:   linalg.generic
+// CHECK:       return %[[R]]#0, %[[R]]#1
+func.func @shared(%x: tensor<?xf64>) -> (tensor<?xf64>, tensor<?xf64>) {
   %c0 = arith.constant 0 : index
   %n = tensor.dim %x, %c0 : tensor<?xf64>
   %e = tensor.empty(%n) : tensor<?xf64>
@@ -91,24 +95,35 @@ func.func @expensive_shared(%x: tensor<?xf64>) -> (tensor<?xf64>, tensor<?xf64>)
   } -> tensor<?xf64>
   return %a, %b : tensor<?xf64>, tensor<?xf64>
 }
-
 // -----
 
 #id = affine_map<(i) -> (i)>
 #id2 = affine_map<(i, j) -> (i, j)>
-// A cheap shared op (x * y) is computed again in a consumer that reads x
-// and y anyway (saves reading it back), not in one that would have to read
-// y only for it.
-// CHECK-LABEL: func.func @cheap_shared
+
+// A producer also read before its consumer stays. The consumer computes it
+// again only if that is cheap (x * y) and reads nothing new: the first
+// consumer reads x and y anyway, the second would have to read y for it,
+// and exp is never computed twice.
+// CHECK-LABEL: func.func @read_before
 // CHECK:       %[[P:.*]] = linalg.generic
 // CHECK-SAME:    ins(%[[X:.*]], %[[Y:.*]] : tensor<?xf64>, tensor<?xf64>)
+// CHECK:       %[[Q:.*]] = linalg.generic
+// CHECK:         math.exp
+// CHECK:       tensor.extract %[[P]]
+// CHECK:       tensor.extract %[[Q]]
 // CHECK:       linalg.generic
 // CHECK-SAME:    ins(%[[X]], %[[Y]] : tensor<?xf64>, tensor<?xf64>)
 // CHECK:         arith.mulf
 // CHECK:         arith.subf
 // CHECK:       linalg.generic
 // CHECK-SAME:    ins(%[[P]], %[[X]] : tensor<?xf64>, tensor<?xf64>)
-func.func @cheap_shared(%x: tensor<?xf64>, %y: tensor<?xf64>) -> (tensor<?xf64>, tensor<?xf64>, tensor<?xf64>) {
+// CHECK-NOT:     arith.mulf
+// CHECK:         arith.divf
+// CHECK:       linalg.generic
+// CHECK-SAME:    ins(%[[Q]] : tensor<?xf64>)
+// CHECK-NOT:     math.exp
+// CHECK:         arith.addf
+func.func @read_before(%x: tensor<?xf64>, %y: tensor<?xf64>) -> (f64, f64, tensor<?xf64>, tensor<?xf64>, tensor<?xf64>) {
   %c0 = arith.constant 0 : index
   %n = tensor.dim %x, %c0 : tensor<?xf64>
   %e = tensor.empty(%n) : tensor<?xf64>
@@ -117,6 +132,13 @@ func.func @cheap_shared(%x: tensor<?xf64>, %y: tensor<?xf64>) -> (tensor<?xf64>,
     %r = arith.mulf %v, %w : f64
     linalg.yield %r : f64
   } -> tensor<?xf64>
+  %q = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%x : tensor<?xf64>) outs(%e : tensor<?xf64>) {
+  ^bb0(%v: f64, %o: f64):
+    %r = math.exp %v : f64
+    linalg.yield %r : f64
+  } -> tensor<?xf64>
+  %p0 = tensor.extract %p[%c0] : tensor<?xf64>
+  %q0 = tensor.extract %q[%c0] : tensor<?xf64>
   %a = linalg.generic {indexing_maps = [#id, #id, #id, #id], iterator_types = ["parallel"]} ins(%p, %x, %y : tensor<?xf64>, tensor<?xf64>, tensor<?xf64>) outs(%e : tensor<?xf64>) {
   ^bb0(%v: f64, %w: f64, %z: f64, %o: f64):
     %r = arith.subf %v, %z : f64
@@ -127,9 +149,13 @@ func.func @cheap_shared(%x: tensor<?xf64>, %y: tensor<?xf64>) -> (tensor<?xf64>,
     %r = arith.divf %v, %w : f64
     linalg.yield %r : f64
   } -> tensor<?xf64>
-  return %p, %a, %b : tensor<?xf64>, tensor<?xf64>, tensor<?xf64>
+  %c = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%q : tensor<?xf64>) outs(%e : tensor<?xf64>) {
+  ^bb0(%v: f64, %o: f64):
+    %r = arith.addf %v, %v : f64
+    linalg.yield %r : f64
+  } -> tensor<?xf64>
+  return %p0, %q0, %a, %b, %c : f64, f64, tensor<?xf64>, tensor<?xf64>, tensor<?xf64>
 }
-
 // -----
 
 #id = affine_map<(i) -> (i)>
@@ -198,4 +224,59 @@ func.func @refill(%x: tensor<4xf64>, %n: index) -> tensor<8xf64> {
     scf.yield %s : tensor<8xf64>
   }
   return %r : tensor<8xf64>
+}
+
+// -----
+
+#id = affine_map<(i) -> (i)>
+
+// An accumulation into a slice keeps writing into the slice it reads (the
+// body does not read its `outs`, but replacing them by a tensor.empty would
+// make bufferization copy the sum back into the accumulator).
+// CHECK-LABEL: func.func @accumulate_into_slice
+// CHECK:       %[[S:.*]] = tensor.extract_slice %[[ACC:.*]][2] [4] [1]
+// CHECK:       %[[SUM:.*]] = linalg.generic
+// CHECK-SAME:    outs(%[[S]] : tensor<4xf64>)
+// CHECK:       tensor.insert_slice %[[SUM]] into %[[ACC]][2] [4] [1]
+func.func @accumulate_into_slice(%acc: tensor<8xf64>, %d: tensor<4xf64>) -> tensor<8xf64> {
+  %s = tensor.extract_slice %acc[2] [4] [1] : tensor<8xf64> to tensor<4xf64>
+  %sum = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]} ins(%s, %d : tensor<4xf64>, tensor<4xf64>) outs(%s : tensor<4xf64>) {
+  ^bb0(%v: f64, %w: f64, %o: f64):
+    %r = arith.addf %v, %w : f64
+    linalg.yield %r : f64
+  } -> tensor<4xf64>
+  %r = tensor.insert_slice %sum into %acc[2] [4] [1] : tensor<4xf64> into tensor<8xf64>
+  return %r : tensor<8xf64>
+}
+
+// -----
+
+#id = affine_map<(i) -> (i)>
+
+// A consumer reading the producer through two operands, and another reader
+// after it: one generic computes all of it (the fused op never reads its
+// own results), and computes exp once.
+// CHECK-LABEL: func.func @read_twice
+// CHECK:       %[[R:.*]]:2 = linalg.generic
+// CHECK-SAME:    ins(%{{.*}} : tensor<?xf64>)
+// CHECK:         math.exp
+// CHECK-NOT:     math.exp
+// CHECK:         arith.mulf
+// CHECK-NOT:   linalg.generic
+// CHECK:       return %[[R]]
+func.func @read_twice(%x: tensor<?xf64>) -> (tensor<?xf64>, tensor<?xf64>) {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?xf64>
+  %e = tensor.empty(%n) : tensor<?xf64>
+  %p = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%x : tensor<?xf64>) outs(%e : tensor<?xf64>) {
+  ^bb0(%v: f64, %o: f64):
+    %r = math.exp %v : f64
+    linalg.yield %r : f64
+  } -> tensor<?xf64>
+  %a = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]} ins(%p, %p : tensor<?xf64>, tensor<?xf64>) outs(%e : tensor<?xf64>) {
+  ^bb0(%v: f64, %w: f64, %o: f64):
+    %r = arith.mulf %v, %w : f64
+    linalg.yield %r : f64
+  } -> tensor<?xf64>
+  return %a, %p : tensor<?xf64>, tensor<?xf64>
 }
