@@ -274,8 +274,15 @@ def ADFuseElementwisePass : Pass<"ad-fuse-elementwise"> {
     A `tensor.insert_slice` or linalg op writing into a `linalg.fill` that
     other ops read too, or that was made in another block (hoisted out of a
     loop), gets a fill of its own: bufferization then fills a fresh buffer
-    instead of copying the filled one. Unused operands and results of
-    generics are dropped. Run before bufferization.
+    instead of copying the filled one; a `tensor.empty` shared or hoisted
+    the same way (LICM, CSE) is repeated at each use, so a loop yielding
+    the result no longer copies it at every iteration. A generic that both
+    reduces and writes an element per iteration (an adjoint's `d * t` and
+    `sum(d)`) is split into an elementwise generic and a reduction, so the
+    reduction keeps its partial sums in registers, when the reduction needs
+    only cheap operations of the body (no math function or division).
+    Unused operands and results of generics are dropped. Run before
+    bufferization.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }

@@ -24,7 +24,10 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Dominance.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
 #include "mlir/Transforms/CSE.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -146,31 +149,169 @@ struct FuseIntoConsumer : OpRewritePattern<linalg::GenericOp> {
   }
 };
 
-/// Fills a constant-filled destination again where it is written into.
-/// A `tensor.insert_slice` or a linalg op writing into the result of a
-/// `linalg.fill` that other ops read too, or that was made in another block
-/// (hoisted out of a loop), bufferizes to a copy of the filled buffer: a
-/// read and a write. Filling a fresh buffer there is a write only.
-static void refillDestinations(Operation *root) {
+/// Gives each write into a shared or hoisted destination a destination of
+/// its own. A `tensor.insert_slice` or a linalg op writing into a
+/// `linalg.fill` or a `tensor.empty` that other ops use too, or that was
+/// made in another block (hoisted out of a loop by LICM, merged by CSE),
+/// bufferizes to a copy: of the filled buffer (a read and a write where a
+/// fill is a write), or, in a loop yielding the result, of the whole result
+/// at every iteration so that the next one may overwrite the buffer. A
+/// `tensor.empty` costs nothing to repeat.
+static void giveDestinationsBack(Operation *root) {
   SmallVector<OpOperand *> destinations;
   root->walk([&](Operation *op) {
     auto write = dyn_cast<DestinationStyleOpInterface>(op);
     if (!write || !write.hasPureTensorSemantics())
       return;
     for (OpOperand &init : write.getDpsInitsMutable()) {
-      auto fill = init.get().getDefiningOp<linalg::FillOp>();
-      if (fill && fill.hasPureTensorSemantics() &&
-          (!fill->hasOneUse() || fill->getBlock() != op->getBlock()))
+      Operation *def = init.get().getDefiningOp();
+      auto fill = dyn_cast_or_null<linalg::FillOp>(def);
+      if (!isa_and_nonnull<tensor::EmptyOp>(def) &&
+          !(fill && fill.hasPureTensorSemantics()))
+        continue;
+      if (!def->hasOneUse() || def->getBlock() != op->getBlock())
         destinations.push_back(&init);
     }
   });
   OpBuilder builder(root->getContext());
   for (OpOperand *init : destinations) {
-    auto fill = init->get().getDefiningOp<linalg::FillOp>();
+    Operation *def = init->get().getDefiningOp();
     builder.setInsertionPoint(init->getOwner());
-    init->set(builder.clone(*fill)->getResult(0));
-    if (fill->use_empty())
-      fill->erase();
+    init->set(builder.clone(*def)->getResult(0));
+    if (def->use_empty())
+      def->erase();
+  }
+}
+
+/// Whether `op` may be computed twice, in both halves of a split generic.
+static bool isCheapOp(Operation &op) {
+  return isa<arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::NegFOp,
+             arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp,
+             arith::MinNumFOp, arith::CmpFOp, arith::SelectOp,
+             arith::ConstantOp, arith::ExtFOp, arith::TruncFOp,
+             arith::AddIOp, arith::SubIOp, arith::MulIOp, arith::CmpIOp,
+             arith::AndIOp, arith::OrIOp, arith::XOrIOp, arith::IndexCastOp,
+             arith::SIToFPOp, linalg::IndexOp>(op);
+}
+
+/// The ops of `body` that the yielded values `yielded` depend on.
+static llvm::SetVector<Operation *> bodySlice(Block *body,
+                                              ArrayRef<Value> yielded) {
+  llvm::SetVector<Operation *> slice;
+  SmallVector<Value> worklist(yielded.begin(), yielded.end());
+  while (!worklist.empty()) {
+    Operation *def = worklist.pop_back_val().getDefiningOp();
+    if (!def || def->getBlock() != body || !slice.insert(def))
+      continue;
+    llvm::append_range(worklist, def->getOperands());
+  }
+  return slice;
+}
+
+/// Splits a generic on tensors that reduces into some outputs and writes
+/// an element of others at every iteration (the adjoints merge an
+/// elementwise cotangent and its sum, `dp * t` and `sum(dp)`; fusion merges
+/// an elementwise op with the reduction reading it) into an elementwise
+/// generic and a reduction. Merged, the reduction cannot keep its partial
+/// sums in registers (the elementwise output is written between them) and
+/// is vectorized as one sequential sum per vector. The reduction's half
+/// computes again what it needs of the body, so only when that is cheap
+/// (no math function or division), and neither half may read the other's
+/// outputs.
+static void splitMixedReductions(RewriterBase &rewriter, Operation *root) {
+  SmallVector<linalg::GenericOp> generics;
+  root->walk([&](linalg::GenericOp op) {
+    if (op.hasPureTensorSemantics() && op.getNumReductionLoops() > 0)
+      generics.push_back(op);
+  });
+  for (linalg::GenericOp op : generics) {
+    SmallVector<OpOperand *> full, reduced;
+    for (OpOperand &init : op.getDpsInitsMutable()) {
+      AffineMap map = op.getMatchingIndexingMap(&init);
+      (map.isPermutation() ? full : reduced).push_back(&init);
+    }
+    if (full.empty() || reduced.empty())
+      continue;
+    Block *body = op.getBlock();
+    auto yield = cast<linalg::YieldOp>(body->getTerminator());
+    auto yieldedBy = [&](ArrayRef<OpOperand *> inits) {
+      SmallVector<Value> values;
+      for (OpOperand *init : inits)
+        values.push_back(yield.getOperand(init->getOperandNumber() -
+                                          op.getNumDpsInputs()));
+      return values;
+    };
+    SmallVector<Value> fullValues = yieldedBy(full);
+    SmallVector<Value> reducedValues = yieldedBy(reduced);
+    llvm::SetVector<Operation *> reducedSlice =
+        bodySlice(body, reducedValues);
+    if (!llvm::all_of(reducedSlice, [](Operation *o) { return isCheapOp(*o); }))
+      continue;
+    // Neither half may read the block argument of the other's outputs.
+    auto readsOutputsOf = [&](ArrayRef<Value> values,
+                              ArrayRef<OpOperand *> inits) {
+      llvm::SetVector<Operation *> slice = bodySlice(body, values);
+      for (OpOperand *init : inits) {
+        BlockArgument arg = op.getMatchingBlockArgument(init);
+        if (llvm::is_contained(values, Value(arg)) ||
+            llvm::any_of(arg.getUsers(),
+                         [&](Operation *user) { return slice.contains(user); }))
+          return true;
+      }
+      return false;
+    };
+    if (readsOutputsOf(fullValues, reduced) ||
+        readsOutputsOf(reducedValues, full))
+      continue;
+
+    // Builds the half writing `inits` (all loops parallel if they are the
+    // elementwise outputs) and returns its results.
+    auto buildHalf = [&](ArrayRef<OpOperand *> inits, ArrayRef<Value> values,
+                         bool elementwise) {
+      SmallVector<Value> outs;
+      SmallVector<Type> types;
+      SmallVector<AffineMap> maps;
+      for (OpOperand *input : op.getDpsInputOperands())
+        maps.push_back(op.getMatchingIndexingMap(input));
+      for (OpOperand *init : inits) {
+        outs.push_back(init->get());
+        types.push_back(init->get().getType());
+        maps.push_back(op.getMatchingIndexingMap(init));
+      }
+      SmallVector<utils::IteratorType> iterators =
+          op.getIteratorTypesArray();
+      if (elementwise)
+        iterators.assign(iterators.size(), utils::IteratorType::parallel);
+      auto half = linalg::GenericOp::create(
+          rewriter, op.getLoc(), types, op.getDpsInputs(), outs, maps,
+          iterators,
+          [&](OpBuilder &b, Location, ValueRange args) {
+            IRMapping mapping;
+            unsigned numInputs = op.getNumDpsInputs();
+            for (unsigned i = 0; i < numInputs; ++i)
+              mapping.map(body->getArgument(i), args[i]);
+            for (auto [i, init] : llvm::enumerate(inits))
+              mapping.map(op.getMatchingBlockArgument(init),
+                          args[numInputs + i]);
+            llvm::SetVector<Operation *> slice = bodySlice(body, values);
+            for (Operation &o : body->without_terminator())
+              if (slice.contains(&o))
+                b.clone(o, mapping);
+            SmallVector<Value> results;
+            for (Value v : values)
+              results.push_back(mapping.lookupOrDefault(v));
+            linalg::YieldOp::create(b, op.getLoc(), results);
+          });
+      return half->getResults();
+    };
+    rewriter.setInsertionPoint(op);
+    ValueRange fullResults = buildHalf(full, fullValues, true);
+    ValueRange reducedResults = buildHalf(reduced, reducedValues, false);
+    for (auto [init, result] : llvm::zip(full, fullResults))
+      rewriter.replaceAllUsesWith(op.getTiedOpResult(init), result);
+    for (auto [init, result] : llvm::zip(reduced, reducedResults))
+      rewriter.replaceAllUsesWith(op.getTiedOpResult(init), result);
+    rewriter.eraseOp(op);
   }
 }
 
@@ -179,7 +320,7 @@ struct ADFuseElementwisePass
   using Base::Base;
 
   void runOnOperation() override {
-    refillDestinations(getOperation());
+    giveDestinationsBack(getOperation());
     RewritePatternSet patterns(&getContext());
     patterns.add<FuseIntoConsumer>(&getContext());
     // Results of fused ops nobody reads (a moved producer's result that
@@ -188,6 +329,8 @@ struct ADFuseElementwisePass
     // Every step leaves valid IR: stopping at the iteration limit only
     // leaves some ops unfused.
     (void)applyPatternsGreedily(getOperation(), std::move(patterns));
+    IRRewriter splitter(&getContext());
+    splitMixedReductions(splitter, getOperation());
     // A producer read through several operands is inlined once per
     // operand: one computation is enough. Only inside the bodies: CSE of
     // the function would merge the fills given back above.

@@ -290,8 +290,8 @@ static Value rootBuffer(Value value) {
 /// disjoint: a fresh allocation and another allocation, a function
 /// argument or a global; two different globals. Anything else (two function
 /// arguments, which may be the same buffer; a buffer chosen by a select, a
-/// branch, a call or a loop) may be any buffer.
-static bool disjointBuffers(Value a, Value b) {
+/// branch or a call) may be any buffer.
+static bool disjointRoots(Value a, Value b) {
   enum class Kind { Allocation, Argument, Global, Unknown };
   auto kind = [](Value v) {
     Operation *def = v.getDefiningOp();
@@ -316,6 +316,47 @@ static bool disjointBuffers(Value a, Value b) {
     return a.getDefiningOp<memref::GetGlobalOp>().getName() !=
            b.getDefiningOp<memref::GetGlobalOp>().getName();
   return false;
+}
+
+/// The root buffers `value` may be: a loop's iter_arg (or result) is its
+/// initial value or any value the loop yields, followed through views and
+/// further loops. Another block argument is itself.
+static void possibleRoots(Value value, llvm::SetVector<Value> &roots,
+                          llvm::DenseSet<Value> &visited) {
+  value = rootBuffer(value);
+  if (!visited.insert(value).second)
+    return;
+  scf::ForOp loop;
+  unsigned position = 0;
+  if (auto arg = dyn_cast<BlockArgument>(value)) {
+    loop = dyn_cast<scf::ForOp>(arg.getOwner()->getParentOp());
+    if (loop && arg.getArgNumber() >= loop.getNumInductionVars())
+      position = arg.getArgNumber() - loop.getNumInductionVars();
+    else
+      loop = nullptr;
+  } else if ((loop = value.getDefiningOp<scf::ForOp>())) {
+    position = cast<OpResult>(value).getResultNumber();
+  }
+  if (!loop) {
+    roots.insert(value);
+    return;
+  }
+  possibleRoots(loop.getInitArgs()[position], roots, visited);
+  possibleRoots(loop.getYieldedValues()[position], roots, visited);
+}
+
+/// Whether two buffers cannot overlap: no root either may be can overlap a
+/// root the other may be.
+static bool disjointBuffers(Value a, Value b) {
+  llvm::SetVector<Value> rootsA, rootsB;
+  llvm::DenseSet<Value> visitedA, visitedB;
+  possibleRoots(a, rootsA, visitedA);
+  possibleRoots(b, rootsB, visitedB);
+  for (Value x : rootsA)
+    for (Value y : rootsB)
+      if (!disjointRoots(x, y))
+        return false;
+  return true;
 }
 
 /// Keeps the output tile of a vectorized contraction in registers across

@@ -280,3 +280,46 @@ func.func @read_twice(%x: tensor<?xf64>) -> (tensor<?xf64>, tensor<?xf64>) {
   } -> tensor<?xf64>
   return %a, %p : tensor<?xf64>, tensor<?xf64>
 }
+
+// -----
+
+#id = affine_map<(i) -> (i)>
+#red = affine_map<(i) -> ()>
+
+// A generic that writes an element per iteration and reduces (an adjoint's
+// `dp * t` and `sum(dp)`) is split in an elementwise generic and a
+// reduction, which can keep its partial sums in registers. Not when the
+// reduction needs an expensive value of the body (exp).
+// CHECK-LABEL: func.func @split_mixed
+// CHECK:       linalg.generic
+// CHECK-SAME:    iterator_types = ["parallel"]
+// CHECK-SAME:    outs(%{{.*}} : tensor<?xf64>)
+// CHECK:         arith.mulf
+// CHECK-NOT:     arith.addf
+// CHECK:       linalg.generic
+// CHECK-SAME:    iterator_types = ["reduction"]
+// CHECK-SAME:    outs(%{{.*}} : tensor<f64>)
+// CHECK-NOT:     arith.mulf
+// CHECK:         arith.addf
+// CHECK:       linalg.generic
+// CHECK-SAME:    iterator_types = ["reduction"]
+// CHECK-SAME:    outs(%{{.*}}, %{{.*}} : tensor<?xf64>, tensor<f64>)
+// CHECK:         math.exp
+func.func @split_mixed(%dp: tensor<?xf64>, %t: tensor<?xf64>, %s: tensor<f64>) -> (tensor<?xf64>, tensor<f64>, tensor<?xf64>, tensor<f64>) {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %dp, %c0 : tensor<?xf64>
+  %e = tensor.empty(%n) : tensor<?xf64>
+  %r:2 = linalg.generic {indexing_maps = [#id, #id, #id, #red], iterator_types = ["reduction"]} ins(%dp, %t : tensor<?xf64>, tensor<?xf64>) outs(%e, %s : tensor<?xf64>, tensor<f64>) {
+  ^bb0(%d: f64, %v: f64, %o: f64, %acc: f64):
+    %m = arith.mulf %d, %v : f64
+    %a = arith.addf %acc, %d : f64
+    linalg.yield %m, %a : f64, f64
+  } -> (tensor<?xf64>, tensor<f64>)
+  %q:2 = linalg.generic {indexing_maps = [#id, #id, #red], iterator_types = ["reduction"]} ins(%dp : tensor<?xf64>) outs(%e, %s : tensor<?xf64>, tensor<f64>) {
+  ^bb0(%d: f64, %o: f64, %acc: f64):
+    %x = math.exp %d : f64
+    %a = arith.addf %acc, %x : f64
+    linalg.yield %x, %a : f64, f64
+  } -> (tensor<?xf64>, tensor<f64>)
+  return %r#0, %r#1, %q#0, %q#1 : tensor<?xf64>, tensor<f64>, tensor<?xf64>, tensor<f64>
+}

@@ -184,3 +184,51 @@ func.func @strided_copies(%a: memref<?xf64>, %b: memref<?xf64>, %c: memref<4x?xf
   memref.copy %a, %b : memref<?xf64> to memref<?xf64>
   return
 }
+
+// -----
+
+// A loop's iter_arg may only be its initial buffer or one it yields, here
+// all fresh allocations: it cannot be the accumulator, which is carried in
+// registers across the reduction loop. If the loop may yield the
+// accumulator itself, it is not.
+// CHECK-LABEL: func.func @iter_arg_is_not_the_accumulator
+// CHECK:       scf.for
+// CHECK:         scf.for {{.*}} -> (vector<f64>, vector<8xf64>)
+// CHECK-LABEL: func.func @iter_arg_may_be_the_accumulator
+// CHECK-NOT:   -> (vector
+func.func @iter_arg_is_not_the_accumulator(%n: index, %x: memref<64xf64>) -> memref<f64> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %acc = memref.alloc() : memref<f64>
+  %first = memref.alloc() : memref<64xf64>
+  memref.copy %x, %first : memref<64xf64> to memref<64xf64>
+  %last = scf.for %i = %c0 to %n step %c1 iter_args(%buf = %first) -> memref<64xf64> {
+    linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>], iterator_types = ["reduction"]}
+        ins(%buf : memref<64xf64>) outs(%acc : memref<f64>) {
+    ^bb0(%a: f64, %s: f64):
+      %t = arith.addf %s, %a : f64
+      linalg.yield %t : f64
+    }
+    %next = memref.alloc() : memref<64xf64>
+    memref.copy %buf, %next : memref<64xf64> to memref<64xf64>
+    scf.yield %next : memref<64xf64>
+  }
+  return %acc : memref<f64>
+}
+
+func.func @iter_arg_may_be_the_accumulator(%n: index, %x: memref<64xf64>) -> memref<64xf64> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %acc = memref.alloc() : memref<64xf64>
+  %last = scf.for %i = %c0 to %n step %c1 iter_args(%buf = %x) -> memref<64xf64> {
+    %view = memref.subview %acc[0] [1] [1] : memref<64xf64> to memref<1xf64, strided<[1]>>
+    linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (0)>], iterator_types = ["reduction"]}
+        ins(%buf : memref<64xf64>) outs(%view : memref<1xf64, strided<[1]>>) {
+    ^bb0(%a: f64, %s: f64):
+      %t = arith.addf %s, %a : f64
+      linalg.yield %t : f64
+    }
+    scf.yield %acc : memref<64xf64>
+  }
+  return %last : memref<64xf64>
+}
