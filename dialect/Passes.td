@@ -308,10 +308,19 @@ def ADVectorizePass : Pass<"ad-vectorize", "::mlir::func::FuncOp"> {
     to `convert-linalg-to-loops`. Elements whose width is not a power of
     two of at least 8 bits are never vectorized, nor tiles whose body reads
     `linalg.index` of several loops (upstream vectorizes those wrongly);
-    the function is verified after vectorization. A `memref.copy` from or
-    to a strided view becomes a `linalg.copy` first and is vectorized like
-    the rest (the LLVM lowering would call the runtime's `memrefCopy`,
-    which copies one element at a time). Vector ops are then
+    the function is verified after vectorization. Upstream vectorization
+    (LLVM 22) gets some reductions wrong, which stay scalar loops: a value
+    that does not vary along the loop it is summed over (a count, `acc +
+    1`: it was added once per vector), and outputs reduced over different
+    loops (invalid IR); a generic's iterator types are first corrected
+    (a loop indexing every output is parallel, the others reductions:
+    only metadata, which upstream otherwise turns into invalid IR). A
+    `memref.copy` from or to a strided view, between buffers known not to
+    overlap, becomes a `linalg.copy` first and is vectorized like the rest
+    (the LLVM lowering would call the runtime's `memrefCopy`, which copies
+    one element at a time); a loop's iter_arg is known by the buffers it
+    starts with and yields, which also lets reductions over it keep their
+    accumulator in registers. Vector ops are then
     lowered to 1-D loads, stores and FMAs for `convert-vector-to-llvm`.
     Run after bufferization, before `convert-linalg-to-loops`.
   }];

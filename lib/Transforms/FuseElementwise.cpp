@@ -28,6 +28,7 @@
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallBitVector.h"
 #include "mlir/Transforms/CSE.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -39,26 +40,27 @@ namespace mlir::ad {
 using namespace mlir;
 
 namespace {
-/// Most operations of a producer worth computing again in a consumer rather
-/// than reading back from memory.
-constexpr unsigned kMaxRecomputedOps = 8;
-
-/// Whether `producer`'s body is a few cheap operations (no division, no
-/// math function, no call).
-static bool isCheapToRecompute(linalg::GenericOp producer) {
-  unsigned count = 0;
-  for (Operation &op : producer.getBlock()->without_terminator()) {
-    if (!isa<arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::NegFOp,
+/// Whether `op` is cheap enough to compute twice (no division, no math
+/// function, no call, no region).
+static bool isCheapOp(Operation &op) {
+  return isa<arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::NegFOp,
              arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp,
              arith::MinNumFOp, arith::CmpFOp, arith::SelectOp,
              arith::ConstantOp, arith::ExtFOp, arith::TruncFOp,
              arith::AddIOp, arith::SubIOp, arith::MulIOp, arith::CmpIOp,
-             arith::AndIOp, arith::OrIOp, arith::XOrIOp>(op))
-      return false;
-    if (++count > kMaxRecomputedOps)
-      return false;
-  }
-  return true;
+             arith::AndIOp, arith::OrIOp, arith::XOrIOp, arith::IndexCastOp,
+             arith::SIToFPOp, linalg::IndexOp>(op);
+}
+
+/// Most operations of a producer worth computing again in a consumer rather
+/// than reading back from memory.
+constexpr unsigned kMaxRecomputedOps = 8;
+
+/// Whether `producer`'s body is a few cheap operations.
+static bool isCheapToRecompute(linalg::GenericOp producer) {
+  Block *body = producer.getBlock();
+  return llvm::all_of(body->without_terminator(), isCheapOp) &&
+         std::distance(body->begin(), body->end()) <= kMaxRecomputedOps + 1;
 }
 
 /// Whether `user`, or the op of `op`'s block it is nested in, comes after
@@ -98,7 +100,12 @@ static Fusion planFusion(OpOperand *operand) {
   }
   if (othersAfter)
     return Fusion::Move;
-  if (!isCheapToRecompute(producer))
+  // A producer that reads its outputs would make the fused op write them
+  // too, and bufferization copy them for the producer that stays.
+  if (!isCheapToRecompute(producer) ||
+      llvm::any_of(producer.getDpsInitsMutable(), [&](OpOperand &init) {
+        return producer.payloadUsesValueFromOperand(&init);
+      }))
     return Fusion::None;
   // Recomputing saves reading the result back only if the consumer need
   // not read anything new for it.
@@ -183,17 +190,6 @@ static void giveDestinationsBack(Operation *root) {
   }
 }
 
-/// Whether `op` may be computed twice, in both halves of a split generic.
-static bool isCheapOp(Operation &op) {
-  return isa<arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::NegFOp,
-             arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp,
-             arith::MinNumFOp, arith::CmpFOp, arith::SelectOp,
-             arith::ConstantOp, arith::ExtFOp, arith::TruncFOp,
-             arith::AddIOp, arith::SubIOp, arith::MulIOp, arith::CmpIOp,
-             arith::AndIOp, arith::OrIOp, arith::XOrIOp, arith::IndexCastOp,
-             arith::SIToFPOp, linalg::IndexOp>(op);
-}
-
 /// The ops of `body` that the yielded values `yielded` depend on.
 static llvm::SetVector<Operation *> bodySlice(Block *body,
                                               ArrayRef<Value> yielded) {
@@ -208,31 +204,54 @@ static llvm::SetVector<Operation *> bodySlice(Block *body,
   return slice;
 }
 
-/// Splits a generic on tensors that reduces into some outputs and writes
-/// an element of others at every iteration (the adjoints merge an
-/// elementwise cotangent and its sum, `dp * t` and `sum(dp)`; fusion merges
-/// an elementwise op with the reduction reading it) into an elementwise
-/// generic and a reduction. Merged, the reduction cannot keep its partial
-/// sums in registers (the elementwise output is written between them) and
-/// is vectorized as one sequential sum per vector. The reduction's half
-/// computes again what it needs of the body, so only when that is cheap
-/// (no math function or division), and neither half may read the other's
-/// outputs.
-static void splitMixedReductions(RewriterBase &rewriter, Operation *root) {
+/// The loops an output's indexing map reads, as a bit set.
+static llvm::SmallBitVector loopsOf(AffineMap map) {
+  llvm::SmallBitVector loops(map.getNumDims());
+  for (AffineExpr expr : map.getResults())
+    if (auto dim = dyn_cast<AffineDimExpr>(expr))
+      loops.set(dim.getPosition());
+  return loops;
+}
+
+/// Splits a generic on tensors whose outputs are indexed by different sets
+/// of loops into one generic per set: an elementwise output (every loop)
+/// and a reduction (the adjoints merge `dp * t` and `sum(dp)`; fusion
+/// merges an elementwise op with the reduction reading it), or reductions
+/// over different loops (`dw = sum_i x dy` and `db = sum_ij dy`). Merged,
+/// a reduction cannot keep its partial sums in registers (the elementwise
+/// output is written between them) and is vectorized as one sequential sum
+/// per vector, and reductions over different loops cannot be vectorized
+/// at all. Each part computes again what it needs of the body, so every
+/// reduction's part must need only cheap operations; no part may read
+/// another's outputs; each part's operands must still give the size of
+/// every loop; and bodies with regions are left alone.
+static void splitMixedOutputs(RewriterBase &rewriter, Operation *root) {
   SmallVector<linalg::GenericOp> generics;
   root->walk([&](linalg::GenericOp op) {
-    if (op.hasPureTensorSemantics() && op.getNumReductionLoops() > 0)
+    if (op.hasPureTensorSemantics() && op.getNumReductionLoops() > 0 &&
+        op.getNumDpsInits() > 1)
       generics.push_back(op);
   });
   for (linalg::GenericOp op : generics) {
-    SmallVector<OpOperand *> full, reduced;
-    for (OpOperand &init : op.getDpsInitsMutable()) {
-      AffineMap map = op.getMatchingIndexingMap(&init);
-      (map.isPermutation() ? full : reduced).push_back(&init);
-    }
-    if (full.empty() || reduced.empty())
-      continue;
     Block *body = op.getBlock();
+    if (llvm::any_of(body->getOperations(),
+                     [](Operation &o) { return o.getNumRegions() != 0; }))
+      continue;
+    unsigned numLoops = op.getNumLoops();
+    // The outputs, grouped by the loops they are indexed by.
+    SmallVector<std::pair<llvm::SmallBitVector, SmallVector<OpOperand *>>>
+        groups;
+    for (OpOperand &init : op.getDpsInitsMutable()) {
+      llvm::SmallBitVector loops = loopsOf(op.getMatchingIndexingMap(&init));
+      auto group = llvm::find_if(groups, [&](auto &g) { return g.first == loops; });
+      if (group == groups.end())
+        groups.push_back({loops, {&init}});
+      else
+        group->second.push_back(&init);
+    }
+    if (groups.size() < 2)
+      continue;
+
     auto yield = cast<linalg::YieldOp>(body->getTerminator());
     auto yieldedBy = [&](ArrayRef<OpOperand *> inits) {
       SmallVector<Value> values;
@@ -241,33 +260,38 @@ static void splitMixedReductions(RewriterBase &rewriter, Operation *root) {
                                           op.getNumDpsInputs()));
       return values;
     };
-    SmallVector<Value> fullValues = yieldedBy(full);
-    SmallVector<Value> reducedValues = yieldedBy(reduced);
-    llvm::SetVector<Operation *> reducedSlice =
-        bodySlice(body, reducedValues);
-    if (!llvm::all_of(reducedSlice, [](Operation *o) { return isCheapOp(*o); }))
-      continue;
-    // Neither half may read the block argument of the other's outputs.
-    auto readsOutputsOf = [&](ArrayRef<Value> values,
-                              ArrayRef<OpOperand *> inits) {
+    llvm::SmallBitVector inputLoops(numLoops);
+    for (OpOperand *input : op.getDpsInputOperands())
+      inputLoops |= loopsOf(op.getMatchingIndexingMap(input));
+    bool splittable = true;
+    for (auto &[loops, inits] : groups) {
+      bool elementwise = loops.all();
+      SmallVector<Value> values = yieldedBy(inits);
       llvm::SetVector<Operation *> slice = bodySlice(body, values);
-      for (OpOperand *init : inits) {
-        BlockArgument arg = op.getMatchingBlockArgument(init);
+      if (!elementwise &&
+          !llvm::all_of(slice, [](Operation *o) { return isCheapOp(*o); }))
+        splittable = false;
+      // The part's inputs and outputs must give every loop's size.
+      if (!(inputLoops | loops).all())
+        splittable = false;
+      // It may not read another part's outputs.
+      for (OpOperand &init : op.getDpsInitsMutable()) {
+        if (llvm::is_contained(inits, &init))
+          continue;
+        BlockArgument arg = op.getMatchingBlockArgument(&init);
         if (llvm::is_contained(values, Value(arg)) ||
             llvm::any_of(arg.getUsers(),
                          [&](Operation *user) { return slice.contains(user); }))
-          return true;
+          splittable = false;
       }
-      return false;
-    };
-    if (readsOutputsOf(fullValues, reduced) ||
-        readsOutputsOf(reducedValues, full))
+    }
+    if (!splittable)
       continue;
 
-    // Builds the half writing `inits` (all loops parallel if they are the
-    // elementwise outputs) and returns its results.
-    auto buildHalf = [&](ArrayRef<OpOperand *> inits, ArrayRef<Value> values,
-                         bool elementwise) {
+    rewriter.setInsertionPoint(op);
+    for (auto &[loops, inits] : groups) {
+      SmallVector<Value> values = yieldedBy(inits);
+      llvm::SetVector<Operation *> slice = bodySlice(body, values);
       SmallVector<Value> outs;
       SmallVector<Type> types;
       SmallVector<AffineMap> maps;
@@ -278,14 +302,15 @@ static void splitMixedReductions(RewriterBase &rewriter, Operation *root) {
         types.push_back(init->get().getType());
         maps.push_back(op.getMatchingIndexingMap(init));
       }
-      SmallVector<utils::IteratorType> iterators =
-          op.getIteratorTypesArray();
-      if (elementwise)
-        iterators.assign(iterators.size(), utils::IteratorType::parallel);
-      auto half = linalg::GenericOp::create(
+      // The loops the part's outputs are indexed by are parallel, the others
+      // reduced (an elementwise part has only parallel loops).
+      SmallVector<utils::IteratorType> iterators;
+      for (unsigned loop = 0; loop < numLoops; ++loop)
+        iterators.push_back(loops.test(loop) ? utils::IteratorType::parallel
+                                             : utils::IteratorType::reduction);
+      auto part = linalg::GenericOp::create(
           rewriter, op.getLoc(), types, op.getDpsInputs(), outs, maps,
-          iterators,
-          [&](OpBuilder &b, Location, ValueRange args) {
+          iterators, [&](OpBuilder &b, Location, ValueRange args) {
             IRMapping mapping;
             unsigned numInputs = op.getNumDpsInputs();
             for (unsigned i = 0; i < numInputs; ++i)
@@ -293,7 +318,6 @@ static void splitMixedReductions(RewriterBase &rewriter, Operation *root) {
             for (auto [i, init] : llvm::enumerate(inits))
               mapping.map(op.getMatchingBlockArgument(init),
                           args[numInputs + i]);
-            llvm::SetVector<Operation *> slice = bodySlice(body, values);
             for (Operation &o : body->without_terminator())
               if (slice.contains(&o))
                 b.clone(o, mapping);
@@ -302,15 +326,9 @@ static void splitMixedReductions(RewriterBase &rewriter, Operation *root) {
               results.push_back(mapping.lookupOrDefault(v));
             linalg::YieldOp::create(b, op.getLoc(), results);
           });
-      return half->getResults();
-    };
-    rewriter.setInsertionPoint(op);
-    ValueRange fullResults = buildHalf(full, fullValues, true);
-    ValueRange reducedResults = buildHalf(reduced, reducedValues, false);
-    for (auto [init, result] : llvm::zip(full, fullResults))
-      rewriter.replaceAllUsesWith(op.getTiedOpResult(init), result);
-    for (auto [init, result] : llvm::zip(reduced, reducedResults))
-      rewriter.replaceAllUsesWith(op.getTiedOpResult(init), result);
+      for (auto [init, result] : llvm::zip(inits, part->getResults()))
+        rewriter.replaceAllUsesWith(op.getTiedOpResult(init), result);
+    }
     rewriter.eraseOp(op);
   }
 }
@@ -330,7 +348,11 @@ struct ADFuseElementwisePass
     // leaves some ops unfused.
     (void)applyPatternsGreedily(getOperation(), std::move(patterns));
     IRRewriter splitter(&getContext());
-    splitMixedReductions(splitter, getOperation());
+    splitMixedOutputs(splitter, getOperation());
+    // The parts of a split generic keep every input of the whole.
+    RewritePatternSet cleanup(&getContext());
+    linalg::populateEraseUnusedOperandsAndResultsPatterns(cleanup);
+    (void)applyPatternsGreedily(getOperation(), std::move(cleanup));
     // A producer read through several operands is inlined once per
     // operand: one computation is enough. Only inside the bodies: CSE of
     // the function would merge the fills given back above.

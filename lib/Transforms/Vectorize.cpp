@@ -37,6 +37,7 @@
 #include "mlir/Transforms/CSE.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
+#include "llvm/ADT/SmallBitVector.h"
 
 namespace mlir::ad {
 #define GEN_PASS_DEF_ADVECTORIZEPASS
@@ -345,8 +346,8 @@ static void possibleRoots(Value value, llvm::SetVector<Value> &roots,
   possibleRoots(loop.getYieldedValues()[position], roots, visited);
 }
 
-/// Whether two buffers cannot overlap: no root either may be can overlap a
-/// root the other may be.
+/// Whether two buffers cannot overlap: none of the root buffers one may be
+/// can overlap any of those the other may be.
 static bool disjointBuffers(Value a, Value b) {
   llvm::SetVector<Value> rootsA, rootsB;
   llvm::DenseSet<Value> visitedA, visitedB;
@@ -579,6 +580,96 @@ static bool hasStaticShapes(linalg::LinalgOp op) {
   });
 }
 
+/// The loops an indexing map reads, as a bit set.
+static llvm::SmallBitVector loopsOf(AffineMap map) {
+  llvm::SmallBitVector loops(map.getNumDims());
+  for (AffineExpr expr : map.getResults())
+    if (auto dim = dyn_cast<AffineDimExpr>(expr))
+      loops.set(dim.getPosition());
+  return loops;
+}
+
+/// Whether upstream vectorization (LLVM 22) computes `op`'s reductions
+/// right. It does not when
+///  - a reduced value does not vary along the loops it is reduced over
+///    (`acc + 1.0`, counting; a value of the parallel loops only): it is
+///    combined once per vector instead of once per element;
+///  - two outputs are reduced over different loops (`sum_i` and
+///    `sum_ij` of one body): it makes an invalid vector.multi_reduction.
+/// Such ops stay scalar loops.
+static bool reductionsVectorizable(linalg::LinalgOp op) {
+  if (op.getNumReductionLoops() == 0)
+    return true;
+  Block *body = op.getBlock();
+  std::optional<llvm::SmallBitVector> reducedLoops;
+  for (OpOperand &init : op.getDpsInitsMutable()) {
+    llvm::SmallBitVector reduced = loopsOf(op.getMatchingIndexingMap(&init));
+    reduced.flip();
+    if (reduced.none())
+      continue;
+    if (reducedLoops && *reducedLoops != reduced)
+      return false;
+    reducedLoops = reduced;
+    // The reduced value must depend on an input read along a reduced loop,
+    // or on the index of one.
+    Value yielded = body->getTerminator()->getOperand(
+        init.getOperandNumber() - op.getNumDpsInputs());
+    SmallVector<Value> worklist{yielded};
+    llvm::DenseSet<Value> seen;
+    bool varies = false;
+    while (!worklist.empty() && !varies) {
+      Value value = worklist.pop_back_val();
+      if (!seen.insert(value).second)
+        continue;
+      if (auto arg = dyn_cast<BlockArgument>(value)) {
+        if (arg.getOwner() != body)
+          continue;
+        OpOperand *operand = op.getMatchingOpOperand(arg);
+        varies = op.isDpsInput(operand) &&
+                 (loopsOf(op.getMatchingIndexingMap(operand)) & reduced).any();
+        continue;
+      }
+      Operation *def = value.getDefiningOp();
+      if (!def || def->getBlock() != body)
+        continue;
+      if (auto index = dyn_cast<linalg::IndexOp>(def)) {
+        varies = reduced.test(index.getDim());
+        continue;
+      }
+      for (Value operand : def->getOperands())
+        worklist.push_back(operand);
+      def->walk([&](Operation *nested) {
+        llvm::append_range(worklist, nested->getOperands());
+      });
+    }
+    if (!varies)
+      return false;
+  }
+  return true;
+}
+
+/// Marks the loops of `op` that index every output parallel and the others
+/// reductions. What the iterator types say is only metadata (the op is the
+/// loop nest of its body either way), and upstream vectorization (LLVM 22)
+/// makes invalid IR from a loop that indexes every output but is marked a
+/// reduction (as a user or an adjoint may write).
+static void correctIteratorTypes(RewriterBase &rewriter, linalg::GenericOp op) {
+  if (op.getNumDpsInits() == 0)
+    return;
+  llvm::SmallBitVector everyOutput(op.getNumLoops(), true);
+  for (OpOperand &init : op.getDpsInitsMutable())
+    everyOutput &= loopsOf(op.getMatchingIndexingMap(&init));
+  SmallVector<Attribute> iterators;
+  for (unsigned loop = 0; loop < op.getNumLoops(); ++loop)
+    iterators.push_back(linalg::IteratorTypeAttr::get(
+        op.getContext(), everyOutput.test(loop)
+                             ? utils::IteratorType::parallel
+                             : utils::IteratorType::reduction));
+  ArrayAttr corrected = rewriter.getArrayAttr(iterators);
+  if (corrected != op.getIteratorTypes())
+    rewriter.modifyOpInPlace(op, [&] { op.setIteratorTypesAttr(corrected); });
+}
+
 /// Applies `populate`'s patterns to `root` until nothing changes.
 static void applyPatterns(Operation *root,
                           function_ref<void(RewritePatternSet &)> populate) {
@@ -669,14 +760,18 @@ static void lowerVectorOps(Operation *root, bool reassociate) {
 /// into a `linalg.copy`, vectorized with the other ops. The LLVM lowering
 /// turns such a copy into a call of the runtime's generic `memrefCopy`,
 /// which copies one element at a time; a copy between identity-layout
-/// buffers stays a `memcpy`.
+/// buffers stays a `memcpy`. Only between buffers known not to overlap: a
+/// vector copy of a view onto an overlapping one (a shift by one element)
+/// would read elements it has already written, one vector at a time.
 static void copiesToLinalg(RewriterBase &rewriter, func::FuncOp func) {
   SmallVector<memref::CopyOp> copies;
   func.walk([&](memref::CopyOp copy) {
     auto source = dyn_cast<MemRefType>(copy.getSource().getType());
     auto target = dyn_cast<MemRefType>(copy.getTarget().getType());
     if (source && target && source.getRank() > 0 &&
-        (!source.getLayout().isIdentity() || !target.getLayout().isIdentity()))
+        (!source.getLayout().isIdentity() ||
+         !target.getLayout().isIdentity()) &&
+        disjointBuffers(copy.getSource(), copy.getTarget()))
       copies.push_back(copy);
   });
   for (memref::CopyOp copy : copies) {
@@ -697,6 +792,7 @@ struct ADVectorizePass
 
     if (elementwise)
       copiesToLinalg(rewriter, func);
+    func.walk([&](linalg::GenericOp op) { correctIteratorTypes(rewriter, op); });
 
     // Tile first, then vectorize: peeling leaves constant tile sizes that
     // canonicalization turns into static subview types.
@@ -765,7 +861,8 @@ struct ADVectorizePass
       // invalid IR that later folds into wrong code.
       if (op.getNumLoops() > 1 && !op.getBlock()->getOps<linalg::IndexOp>().empty())
         continue;
-      if (failed(linalg::vectorizeOpPrecondition(op)))
+      if (!reductionsVectorizable(op) ||
+          failed(linalg::vectorizeOpPrecondition(op)))
         continue;
       rewriter.setInsertionPoint(op);
       // Contractions become vector.contract (lowered to outer products),
@@ -785,7 +882,7 @@ struct ADVectorizePass
     if (failed(verify(func))) {
       func.emitError("internal error: vectorizing the linalg ops of this "
                      "function made invalid IR; compile with "
-                     "ad-lower-to-llvm{vectorize=false} and report it");
+                     "--ad-lower-to-llvm=vectorize=false and report it");
       return signalPassFailure();
     }
 

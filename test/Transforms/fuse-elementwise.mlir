@@ -323,3 +323,98 @@ func.func @split_mixed(%dp: tensor<?xf64>, %t: tensor<?xf64>, %s: tensor<f64>) -
   } -> (tensor<?xf64>, tensor<f64>)
   return %r#0, %r#1, %q#0, %q#1 : tensor<?xf64>, tensor<f64>, tensor<?xf64>, tensor<f64>
 }
+
+// -----
+
+#id2 = affine_map<(i, j) -> (i, j)>
+#col = affine_map<(i, j) -> (j)>
+#all = affine_map<(i, j) -> ()>
+
+// Reductions over different loops (an adjoint's dw = sum_i x dy and
+// db = sum_ij dy) become one generic each, with the loops of each output
+// parallel.
+// CHECK-LABEL: func.func @split_reductions
+// CHECK:       linalg.generic
+// CHECK-SAME:    iterator_types = ["reduction", "parallel"]
+// CHECK-SAME:    outs(%{{.*}} : tensor<5xf64>)
+// CHECK:         arith.mulf
+// CHECK:       linalg.generic
+// CHECK-SAME:    iterator_types = ["reduction", "reduction"]
+// CHECK-SAME:    ins(%{{.*}} : tensor<3x5xf64>) outs(%{{.*}} : tensor<f64>)
+// CHECK-NOT:     arith.mulf
+func.func @split_reductions(%dy: tensor<3x5xf64>, %x: tensor<3x5xf64>, %dw: tensor<5xf64>, %db: tensor<f64>) -> (tensor<5xf64>, tensor<f64>) {
+  %r:2 = linalg.generic {indexing_maps = [#id2, #id2, #col, #all], iterator_types = ["reduction", "reduction"]} ins(%dy, %x : tensor<3x5xf64>, tensor<3x5xf64>) outs(%dw, %db : tensor<5xf64>, tensor<f64>) {
+  ^bb0(%d: f64, %v: f64, %o: f64, %p: f64):
+    %t = arith.mulf %d, %v : f64
+    %u = arith.addf %o, %t : f64
+    %w = arith.addf %p, %d : f64
+    linalg.yield %u, %w : f64, f64
+  } -> (tensor<5xf64>, tensor<f64>)
+  return %r#0, %r#1 : tensor<5xf64>, tensor<f64>
+}
+
+// -----
+
+#id = affine_map<(i) -> (i)>
+#red = affine_map<(i) -> ()>
+
+// Not split: a body with a region (its values would not be followed), and
+// a reduction whose part would not know the loop's size (only the
+// elementwise output gives it: the body reads linalg.index, not an input).
+// CHECK-LABEL: func.func @not_split
+// CHECK-COUNT-2: -> (tensor<?xf64>, tensor<f64>)
+func.func @not_split(%x: tensor<?xf64>, %s: tensor<f64>, %c: i1) -> (tensor<?xf64>, tensor<f64>, tensor<?xf64>, tensor<f64>) {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?xf64>
+  %e = tensor.empty(%n) : tensor<?xf64>
+  %r:2 = linalg.generic {indexing_maps = [#id, #id, #red], iterator_types = ["reduction"]} ins(%x : tensor<?xf64>) outs(%e, %s : tensor<?xf64>, tensor<f64>) {
+  ^bb0(%v: f64, %o: f64, %acc: f64):
+    %w = scf.if %c -> f64 {
+      %d = arith.addf %v, %v : f64
+      scf.yield %d : f64
+    } else {
+      scf.yield %v : f64
+    }
+    %a = arith.addf %acc, %w : f64
+    linalg.yield %w, %a : f64, f64
+  } -> (tensor<?xf64>, tensor<f64>)
+  %q:2 = linalg.generic {indexing_maps = [#id, #red], iterator_types = ["reduction"]} outs(%e, %s : tensor<?xf64>, tensor<f64>) {
+  ^bb0(%o: f64, %acc: f64):
+    %i = linalg.index 0 : index
+    %ii = arith.index_cast %i : index to i64
+    %f = arith.sitofp %ii : i64 to f64
+    %a = arith.addf %acc, %f : f64
+    linalg.yield %f, %a : f64, f64
+  } -> (tensor<?xf64>, tensor<f64>)
+  return %r#0, %r#1, %q#0, %q#1 : tensor<?xf64>, tensor<f64>, tensor<?xf64>, tensor<f64>
+}
+
+// -----
+
+#id = affine_map<(i) -> (i)>
+
+// A cheap producer read before its consumer is not computed again when it
+// reads its own outputs (acc + x): the fused op would write the
+// accumulator too.
+// CHECK-LABEL: func.func @recompute_reads_outs
+// CHECK:       %[[P:.*]] = linalg.generic
+// CHECK:       tensor.extract %[[P]]
+// CHECK:       linalg.generic
+// CHECK-SAME:    ins(%[[P]], %{{.*}} : tensor<?xf64>, tensor<?xf64>)
+func.func @recompute_reads_outs(%x: tensor<?xf64>, %acc: tensor<?xf64>) -> (f64, tensor<?xf64>) {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?xf64>
+  %e = tensor.empty(%n) : tensor<?xf64>
+  %p = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%x : tensor<?xf64>) outs(%acc : tensor<?xf64>) {
+  ^bb0(%v: f64, %o: f64):
+    %s = arith.addf %o, %v : f64
+    linalg.yield %s : f64
+  } -> tensor<?xf64>
+  %p0 = tensor.extract %p[%c0] : tensor<?xf64>
+  %c = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]} ins(%p, %x : tensor<?xf64>, tensor<?xf64>) outs(%e : tensor<?xf64>) {
+  ^bb0(%v: f64, %w: f64, %o: f64):
+    %m = arith.mulf %v, %w : f64
+    linalg.yield %m : f64
+  } -> tensor<?xf64>
+  return %p0, %c : f64, tensor<?xf64>
+}

@@ -160,29 +160,32 @@ func.func @fpowi(%x: memref<8xf64>, %n: memref<8xi32>, %y: memref<8xf64>) {
 
 // A copy from or to a strided view is vectorized like any linalg op (the
 // LLVM lowering would call the runtime's memrefCopy, one element at a
-// time); a copy between whole buffers stays a memref.copy (a memcpy).
+// time) when the two buffers cannot overlap; a copy between buffers that
+// may be the same (two arguments) stays a memref.copy, and so does one
+// between whole buffers (a memcpy).
 // CHECK-LABEL: func.func @strided_copies
 // CHECK-SAME:  (%[[A:.*]]: memref<?xf64>, %[[B:.*]]: memref<?xf64>, %[[C:.*]]: memref<4x?xf64>)
+// CHECK:       %[[T:.*]] = memref.alloc
 // CHECK:       vector.load {{.*}} vector<8xf64>
 // CHECK:       vector.store {{.*}} vector<8xf64>
-// CHECK:       vector.load {{.*}} vector<8xf64>
-// CHECK:       vector.store {{.*}} vector<8xf64>
+// CHECK:       memref.copy %{{.*}}, %{{.*}} : memref<?xf64> to memref<?xf64, strided<[1], offset: ?>>
 // CHECK:       memref.copy %[[A]], %[[B]] : memref<?xf64> to memref<?xf64>
 // CHECK-NOT:   memref.copy
 // OFF-LABEL:   func.func @strided_copies
 // OFF-COUNT-3: memref.copy
-func.func @strided_copies(%a: memref<?xf64>, %b: memref<?xf64>, %c: memref<4x?xf64>) {
+func.func @strided_copies(%a: memref<?xf64>, %b: memref<?xf64>, %c: memref<4x?xf64>) -> memref<?xf64> {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %n = memref.dim %a, %c0 : memref<?xf64>
   %m = arith.subi %n, %c1 : index
+  %t = memref.alloc(%n) : memref<?xf64>
   %src = memref.subview %a[1] [%m] [1] : memref<?xf64> to memref<?xf64, strided<[1], offset: 1>>
-  %dst = memref.subview %b[0] [%m] [1] : memref<?xf64> to memref<?xf64, strided<[1]>>
+  %dst = memref.subview %t[0] [%m] [1] : memref<?xf64> to memref<?xf64, strided<[1]>>
   memref.copy %src, %dst : memref<?xf64, strided<[1], offset: 1>> to memref<?xf64, strided<[1]>>
   %row = memref.subview %c[2, 0] [1, %n] [1, 1] : memref<4x?xf64> to memref<?xf64, strided<[1], offset: ?>>
   memref.copy %a, %row : memref<?xf64> to memref<?xf64, strided<[1], offset: ?>>
   memref.copy %a, %b : memref<?xf64> to memref<?xf64>
-  return
+  return %t : memref<?xf64>
 }
 
 // -----
@@ -231,4 +234,74 @@ func.func @iter_arg_may_be_the_accumulator(%n: index, %x: memref<64xf64>) -> mem
     scf.yield %acc : memref<64xf64>
   }
   return %last : memref<64xf64>
+}
+
+// -----
+
+// Left to scalar loops, which upstream vectorization gets wrong: a
+// reduction of a value that does not vary along the reduced loop (a count;
+// it was added once per vector), and outputs reduced over different loops
+// (invalid vector.multi_reduction).
+// CHECK-LABEL: func.func @reductions_left_scalar
+// CHECK-NOT:   vector.
+// CHECK:       linalg.generic
+// CHECK-SAME:    outs(%{{.*}} : memref<1xf64, strided<[1], offset: ?>>)
+// CHECK-NOT:   vector.
+// CHECK:       linalg.generic
+// CHECK-SAME:    outs(%{{.*}}, %{{.*}} : memref<5xf64, strided<[1], offset: ?>>, memref<f64>)
+// CHECK-NOT:   vector.
+func.func @reductions_left_scalar(%x: memref<3x16xf64>, %count: memref<3xf64>, %dy: memref<3x5xf64>, %dw: memref<5xf64>, %db: memref<f64>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<3x16xf64>) outs(%count : memref<3xf64>) {
+  ^bb0(%a: f64, %acc: f64):
+    %one = arith.constant 1.0 : f64
+    %s = arith.addf %acc, %one : f64
+    linalg.yield %s : f64
+  }
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>, affine_map<(i, j) -> ()>], iterator_types = ["reduction", "parallel"]}
+      ins(%dy : memref<3x5xf64>) outs(%dw, %db : memref<5xf64>, memref<f64>) {
+  ^bb0(%d: f64, %o: f64, %p: f64):
+    %u = arith.addf %o, %d : f64
+    %w = arith.addf %p, %d : f64
+    linalg.yield %u, %w : f64, f64
+  }
+  return
+}
+
+// -----
+
+// A copy between views that may overlap stays a memref.copy (the runtime
+// copies like memmove; a vector copy would not).
+// CHECK-LABEL: func.func @overlapping_copy
+// CHECK:       memref.copy
+func.func @overlapping_copy(%a: memref<?xf64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %a, %c0 : memref<?xf64>
+  %m = arith.subi %n, %c1 : index
+  %src = memref.subview %a[0] [%m] [1] : memref<?xf64> to memref<?xf64, strided<[1]>>
+  %dst = memref.subview %a[1] [%m] [1] : memref<?xf64> to memref<?xf64, strided<[1], offset: 1>>
+  memref.copy %src, %dst : memref<?xf64, strided<[1]>> to memref<?xf64, strided<[1], offset: 1>>
+  return
+}
+
+// -----
+
+// Iterator types are only metadata: a loop that indexes every output is
+// parallel and the others are reductions, whatever the op says (upstream
+// vectorization made invalid IR from this column sum marked as reducing
+// over both loops).
+// CHECK-LABEL: func.func @mislabeled_iterators
+// CHECK:       vector.load
+// CHECK-NOT:   linalg.generic {{.*}} iterator_types = ["reduction", "reduction"]
+func.func @mislabeled_iterators(%y: memref<6x16xf64>, %a: memref<16xf64>, %b: memref<16xf64>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (j)>], iterator_types = ["reduction", "reduction"]}
+      ins(%y : memref<6x16xf64>) outs(%a, %b : memref<16xf64>, memref<16xf64>) {
+  ^bb0(%v: f64, %o: f64, %p: f64):
+    %s = arith.addf %o, %v : f64
+    %m = arith.mulf %v, %v : f64
+    %t = arith.addf %p, %m : f64
+    linalg.yield %s, %t : f64, f64
+  }
+  return
 }
