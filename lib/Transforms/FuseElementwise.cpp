@@ -21,6 +21,8 @@
 
 #include "ad/Transforms/Passes.h"
 
+#include "IndexingLoops.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
@@ -38,6 +40,7 @@ namespace mlir::ad {
 } // namespace mlir::ad
 
 using namespace mlir;
+using mlir::ad::loopsOf;
 
 namespace {
 /// Whether `op` is cheap enough to compute twice (no division, no math
@@ -202,15 +205,6 @@ static llvm::SetVector<Operation *> bodySlice(Block *body,
     llvm::append_range(worklist, def->getOperands());
   }
   return slice;
-}
-
-/// The loops an output's indexing map reads, as a bit set.
-static llvm::SmallBitVector loopsOf(AffineMap map) {
-  llvm::SmallBitVector loops(map.getNumDims());
-  for (AffineExpr expr : map.getResults())
-    if (auto dim = dyn_cast<AffineDimExpr>(expr))
-      loops.set(dim.getPosition());
-  return loops;
 }
 
 /// Splits a generic on tensors whose outputs are indexed by different sets

@@ -21,6 +21,7 @@
 #include "ad/Transforms/Passes.h"
 
 #include "HostVectors.h"
+#include "IndexingLoops.h"
 
 #include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -45,6 +46,7 @@ namespace mlir::ad {
 } // namespace mlir::ad
 
 using namespace mlir;
+using mlir::ad::loopsOf;
 
 namespace {
 
@@ -578,15 +580,6 @@ static bool hasStaticShapes(linalg::LinalgOp op) {
     auto shaped = dyn_cast<ShapedType>(type);
     return !shaped || shaped.hasStaticShape();
   });
-}
-
-/// The loops an indexing map reads, as a bit set.
-static llvm::SmallBitVector loopsOf(AffineMap map) {
-  llvm::SmallBitVector loops(map.getNumDims());
-  for (AffineExpr expr : map.getResults())
-    if (auto dim = dyn_cast<AffineDimExpr>(expr))
-      loops.set(dim.getPosition());
-  return loops;
 }
 
 /// Whether upstream vectorization (LLVM 22) computes `op`'s reductions
