@@ -298,10 +298,8 @@ static void splitMixedOutputs(RewriterBase &rewriter, Operation *root) {
       }
       // The loops the part's outputs are indexed by are parallel, the others
       // reduced (an elementwise part has only parallel loops).
-      SmallVector<utils::IteratorType> iterators;
-      for (unsigned loop = 0; loop < numLoops; ++loop)
-        iterators.push_back(loops.test(loop) ? utils::IteratorType::parallel
-                                             : utils::IteratorType::reduction);
+      SmallVector<utils::IteratorType> iterators = ad::iteratorTypesOfOutputs(
+          numLoops, ArrayRef<AffineMap>(maps).take_back(inits.size()));
       auto part = linalg::GenericOp::create(
           rewriter, op.getLoc(), types, op.getDpsInputs(), outs, maps,
           iterators, [&](OpBuilder &b, Location, ValueRange args) {

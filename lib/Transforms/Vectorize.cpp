@@ -649,15 +649,13 @@ static bool reductionsVectorizable(linalg::LinalgOp op) {
 static void correctIteratorTypes(RewriterBase &rewriter, linalg::GenericOp op) {
   if (op.getNumDpsInits() == 0)
     return;
-  llvm::SmallBitVector everyOutput(op.getNumLoops(), true);
+  SmallVector<AffineMap> outputMaps;
   for (OpOperand &init : op.getDpsInitsMutable())
-    everyOutput &= loopsOf(op.getMatchingIndexingMap(&init));
+    outputMaps.push_back(op.getMatchingIndexingMap(&init));
   SmallVector<Attribute> iterators;
-  for (unsigned loop = 0; loop < op.getNumLoops(); ++loop)
-    iterators.push_back(linalg::IteratorTypeAttr::get(
-        op.getContext(), everyOutput.test(loop)
-                             ? utils::IteratorType::parallel
-                             : utils::IteratorType::reduction));
+  for (utils::IteratorType type :
+       ad::iteratorTypesOfOutputs(op.getNumLoops(), outputMaps))
+    iterators.push_back(linalg::IteratorTypeAttr::get(op.getContext(), type));
   ArrayAttr corrected = rewriter.getArrayAttr(iterators);
   if (corrected != op.getIteratorTypes())
     rewriter.modifyOpInPlace(op, [&] { op.setIteratorTypesAttr(corrected); });
