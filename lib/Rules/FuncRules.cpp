@@ -14,6 +14,7 @@
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/SmallBitVector.h"
 
 using namespace mlir;
 using namespace mlir::ad;
@@ -127,6 +128,26 @@ struct CallRule
     else if (shared)
       operands.push_back(emitter.getGrowableTape(call));
     llvm::append_range(operands, emitter.getResiduals(call));
+    // The recursive pullback adds its tensor gradients to the cotangents
+    // accumulated so far, which it takes. An operand passed at two threaded
+    // positions has its cotangent threaded through the first; the others
+    // start at zero and are added.
+    llvm::SmallBitVector isThreaded(functions->wrt.size());
+    if (recursive || shared) {
+      DenseSet<Value> seen;
+      for (unsigned index : functions->threaded) {
+        Value operand = call.getOperand(functions->wrt[index]);
+        if (seen.insert(operand).second) {
+          isThreaded.set(index);
+          operands.push_back(emitter.getCotangent(operand));
+        } else {
+          auto type = cast<RankedTensorType>(operand.getType());
+          operands.push_back(createZerosLike(
+              emitter.getBuilder(), call.getLoc(), type,
+              type.hasStaticShape() ? Value() : emitter.getPrimal(operand)));
+        }
+      }
+    }
     for (Value result : call.getResults())
       if (isDifferentiableType(result.getType()))
         operands.push_back(emitter.getCotangent(result));
@@ -135,9 +156,14 @@ struct CallRule
         recursive || shared ? functions->recursivePullback
                             : functions->pullback,
         operands);
-    for (auto [position, gradient] :
-         llvm::zip(functions->wrt, pullbackCall.getResults()))
-      emitter.addCotangent(call.getOperand(position), gradient);
+    for (auto [index, position, gradient] : llvm::enumerate(
+             functions->wrt, pullbackCall.getResults())) {
+      Value operand = call.getOperand(position);
+      if (isThreaded.test(index))
+        emitter.setCotangent(operand, gradient);
+      else
+        emitter.addCotangent(operand, gradient);
+    }
     return success();
   }
 };

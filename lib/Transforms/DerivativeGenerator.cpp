@@ -454,13 +454,28 @@ DerivativeGenerator::generateRecursive(func::FuncOp callee,
   recursiveInputs.append({tapeType, indexType});
   SmallVector<Type> recursiveResults(type.getResults());
   recursiveResults.append({tapeType, indexType});
+  // Tensor gradients are threaded through the recursive pullback (see
+  // DerivativeFunctions::threaded); the entry points pass the dynamically
+  // shaped arguments, which size their zeros.
+  SmallVector<unsigned> threaded;
+  SmallVector<Type> accumulatorTypes, sizingTypes;
+  for (auto [index, gradientType] : llvm::enumerate(gradientTypes))
+    if (auto tensorType = dyn_cast<RankedTensorType>(gradientType)) {
+      threaded.push_back(index);
+      accumulatorTypes.push_back(tensorType);
+      if (!tensorType.hasStaticShape())
+        sizingTypes.push_back(type.getInput(wrt[index]));
+    }
   SmallVector<Type> pullbackInputs = {tapeType, indexType};
+  llvm::append_range(pullbackInputs, accumulatorTypes);
   llvm::append_range(pullbackInputs, cotangentTypes);
   // The entry points pass the tape and the first invocation's row (the
   // last row).
   SmallVector<Type> entryResults(type.getResults());
   entryResults.append({tapeType, indexType});
+  llvm::append_range(entryResults, sizingTypes);
   SmallVector<Type> entryPullbackInputs = {tapeType, indexType};
+  llvm::append_range(entryPullbackInputs, sizingTypes);
   llvm::append_range(entryPullbackInputs, cotangentTypes);
 
   func::FuncOp forwardFunction = createCompanion(
@@ -490,7 +505,8 @@ DerivativeGenerator::generateRecursive(func::FuncOp callee,
   functions.recursiveForward = recursiveForward;
   functions.recursivePullback = recursivePullback;
   functions.wrt.assign(wrt.begin(), wrt.end());
-  functions.numTapeValues = 2;
+  functions.numTapeValues = 2 + sizingTypes.size();
+  functions.threaded = threaded;
   auto key = std::make_pair(callee.getOperation(),
                             std::vector<int64_t>(varied.begin(), varied.end()));
   generated[key] = functions;
@@ -540,8 +556,11 @@ DerivativeGenerator::generateRecursive(func::FuncOp callee,
   tape.pullbackBuffer = pullbackEntry->getArgument(0);
   reverse.beginRows(&original, callee, pullbackEntry->getArgument(1));
   Operation *terminator = original.getTerminator();
+  unsigned numThreaded = threaded.size();
   if (failed(reverse.reverseFunction(
-          original, pullbackEntry->getArguments().drop_front(2), wrt)))
+          original, pullbackEntry->getArguments().drop_front(2 + numThreaded),
+          wrt, threaded,
+          pullbackEntry->getArguments().slice(2, numThreaded))))
     return discard();
   if (!reverse.tape.empty()) {
     emitError(callee, "cannot differentiate '" + callee.getSymName() +
@@ -576,11 +595,25 @@ DerivativeGenerator::generateRecursive(func::FuncOp callee,
     results.push_back(call.getResult(numResults));
     results.push_back(
         lastRowFilled(b, loc, call.getResult(numResults + 1)));
+    for (unsigned index : threaded)
+      if (!cast<RankedTensorType>(gradientTypes[index]).hasStaticShape())
+        results.push_back(forwardFunction.getArgument(wrt[index]));
     func::ReturnOp::create(b, loc, results);
   }
   {
-    OpBuilder b = OpBuilder::atBlockEnd(&pullbackFunction.getBody().front());
-    SmallVector<Value> operands(pullbackFunction.getArguments());
+    // The accumulators start at zero.
+    Block *entry = &pullbackFunction.getBody().front();
+    OpBuilder b = OpBuilder::atBlockEnd(entry);
+    SmallVector<Value> operands(entry->getArguments().take_front(2));
+    unsigned nextSizing = 2;
+    for (unsigned index : threaded) {
+      Type accumulatorType = gradientTypes[index];
+      Value like = cast<RankedTensorType>(accumulatorType).hasStaticShape()
+                       ? Value()
+                       : entry->getArgument(nextSizing++);
+      operands.push_back(createZerosLike(b, loc, accumulatorType, like));
+    }
+    llvm::append_range(operands, entry->getArguments().drop_front(nextSizing));
     auto call = func::CallOp::create(b, loc, recursivePullback, operands);
     func::ReturnOp::create(b, loc, call.getResults());
   }

@@ -11,10 +11,14 @@
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Analysis/CallGraph.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/ADT/SCCIterator.h"
+#include "llvm/ADT/SmallBitVector.h"
 #include <limits>
 
 namespace mlir::ad {
@@ -187,7 +191,15 @@ static bool mayBeReadOnly(Value value, func::FuncOp function) {
     if (auto argument = dyn_cast<BlockArgument>(current)) {
       if (argument.getOwner() == &function.getBody().front())
         continue;
-      return true; // A loop's carried value: its init may be a constant.
+      // An scf.for's carried value is its init or what an iteration yields.
+      auto loop = dyn_cast<scf::ForOp>(argument.getOwner()->getParentOp());
+      if (loop && argument.getArgNumber() >= loop.getNumInductionVars()) {
+        unsigned index = argument.getArgNumber() - loop.getNumInductionVars();
+        worklist.push_back(loop.getInitArgs()[index]);
+        worklist.push_back(loop.getYieldedValues()[index]);
+        continue;
+      }
+      return true; // Another region's argument: it may be a constant.
     }
     Operation *def = current.getDefiningOp();
     unsigned index = cast<OpResult>(current).getResultNumber();
@@ -239,15 +251,170 @@ static void copyReadOnlyReturns(func::FuncOp function) {
       auto type = dyn_cast<RankedTensorType>(operand.get().getType());
       if (!type || !mayBeReadOnly(operand.get(), function))
         continue;
-      SmallVector<Value> sizes;
-      for (int64_t dim = 0; dim < type.getRank(); ++dim)
-        if (type.isDynamicDim(dim))
-          sizes.push_back(
-              tensor::DimOp::create(b, ret.getLoc(), operand.get(), dim));
+      // A copy takes its sizes from the copied tensor.
       operand.set(bufferization::AllocTensorOp::create(
-          b, ret.getLoc(), type, sizes, /*copy=*/operand.get()));
+          b, ret.getLoc(), type, ValueRange(), /*copy=*/operand.get()));
     }
   });
+}
+
+/// Whether every use of tensor `argument` only reads it where one-shot
+/// bufferization can tell (an element, a size, a linalg input), or passes
+/// it on to a function of `candidates` at a position still in its set.
+/// Nothing derived from it is used: no view of it can reach a return.
+static bool isOnlyRead(
+    BlockArgument argument,
+    const llvm::DenseMap<Operation *, llvm::SmallBitVector> &candidates) {
+  for (OpOperand &use : argument.getUses()) {
+    Operation *user = use.getOwner();
+    if (isa<tensor::ExtractOp, tensor::DimOp>(user))
+      continue;
+    if (auto linalgOp = dyn_cast<linalg::LinalgOp>(user);
+        linalgOp && linalgOp.isDpsInput(&use))
+      continue;
+    if (auto call = dyn_cast<func::CallOp>(user)) {
+      auto it = llvm::find_if(candidates, [&](auto &entry) {
+        return cast<func::FuncOp>(entry.first).getSymName() ==
+               call.getCallee();
+      });
+      if (it != candidates.end() && it->second.test(use.getOperandNumber()))
+        continue;
+    }
+    return false;
+  }
+  return true;
+}
+
+/// Passes the tensor arguments of a recursion as buffers when no function
+/// of the recursion writes them. One-shot bufferization (LLVM 22) cannot
+/// analyze a call within a recursion before its callee, so it assumes the
+/// callee writes each tensor operand and copies the operand at every call
+/// still reading it afterwards: a recursion reading a few elements of a
+/// matrix per invocation (det by minors) copied the whole matrix each
+/// time. A recursion qualifies when its functions are private, are only
+/// called (by func.call) and every tensor argument of each is only read
+/// (isOnlyRead): the argument becomes an identity-layout memref, read in
+/// the body through a restrict `bufferization.to_tensor`, and a caller
+/// outside the recursion passes a read-only `bufferization.to_buffer`.
+static void passRecursionInputsAsBuffers(ModuleOp module) {
+  CallGraph graph(module);
+  SymbolTableCollection symbols;
+  for (auto scc = llvm::scc_begin<const CallGraph *>(&graph); !scc.isAtEnd();
+       ++scc) {
+    SmallVector<func::FuncOp> members;
+    bool qualifies = true;
+    for (CallGraphNode *node : *scc) {
+      if (node->isExternal()) {
+        qualifies = false;
+        break;
+      }
+      auto function =
+          dyn_cast<func::FuncOp>(node->getCallableRegion()->getParentOp());
+      if (!function || !function.isPrivate() || function.isExternal() ||
+          !function.getBody().hasOneBlock()) {
+        qualifies = false;
+        break;
+      }
+      members.push_back(function);
+    }
+    if (!qualifies || members.empty())
+      continue;
+    bool isRecursion = members.size() > 1 || scc.hasCycle();
+    if (!isRecursion)
+      continue;
+    // Only called: no symbol use may pass a function around.
+    llvm::DenseMap<Operation *, llvm::SmallBitVector> candidates;
+    for (func::FuncOp function : members) {
+      std::optional<SymbolTable::UseRange> uses =
+          SymbolTable::getSymbolUses(function, module);
+      if (!uses || llvm::any_of(*uses, [](const SymbolTable::SymbolUse &use) {
+            return !isa<func::CallOp>(use.getUser());
+          })) {
+        qualifies = false;
+        break;
+      }
+      llvm::SmallBitVector tensors(function.getNumArguments());
+      for (BlockArgument argument : function.getArguments())
+        if (isa<RankedTensorType>(argument.getType()))
+          tensors.set(argument.getArgNumber());
+      candidates[function] = tensors;
+    }
+    if (!qualifies)
+      continue;
+    // Every tensor argument must stay a candidate (an argument written in
+    // place could alias another one).
+    bool changed = true;
+    while (changed && qualifies) {
+      changed = false;
+      for (func::FuncOp function : members)
+        for (BlockArgument argument : function.getArguments()) {
+          llvm::SmallBitVector &set = candidates[function];
+          if (set.test(argument.getArgNumber()) &&
+              !isOnlyRead(argument, candidates)) {
+            set.reset(argument.getArgNumber());
+            qualifies = false;
+          }
+        }
+    }
+    if (!qualifies ||
+        llvm::all_of(candidates, [](auto &entry) { return entry.second.none(); }))
+      continue;
+
+    // Calls first (from inside and outside the recursion), then bodies.
+    for (func::FuncOp function : members) {
+      const llvm::SmallBitVector &set = candidates[function];
+      std::optional<SymbolTable::UseRange> uses =
+          SymbolTable::getSymbolUses(function, module);
+      for (const SymbolTable::SymbolUse &use : *uses) {
+        auto call = cast<func::CallOp>(use.getUser());
+        OpBuilder b(call);
+        for (unsigned position : set.set_bits()) {
+          Value operand = call.getOperand(position);
+          auto type = cast<RankedTensorType>(operand.getType());
+          auto memrefType =
+              MemRefType::get(type.getShape(), type.getElementType());
+          auto argument = dyn_cast<BlockArgument>(operand);
+          if (argument && argument.getOwner()->isEntryBlock() &&
+              candidates.count(argument.getOwner()->getParentOp()) &&
+              candidates[argument.getOwner()->getParentOp()].test(
+                  argument.getArgNumber()))
+            continue; // Rewritten with the callers' bodies below.
+          call->setOperand(position, bufferization::ToBufferOp::create(
+                                         b, call.getLoc(), memrefType,
+                                         operand, /*read_only=*/true));
+        }
+      }
+    }
+    for (func::FuncOp function : members) {
+      const llvm::SmallBitVector &set = candidates[function];
+      Block &entry = function.getBody().front();
+      OpBuilder b = OpBuilder::atBlockBegin(&entry);
+      SmallVector<Type> inputs(function.getArgumentTypes());
+      for (unsigned position : set.set_bits()) {
+        BlockArgument argument = entry.getArgument(position);
+        auto type = cast<RankedTensorType>(argument.getType());
+        auto memrefType =
+            MemRefType::get(type.getShape(), type.getElementType());
+        argument.setType(memrefType);
+        inputs[position] = memrefType;
+        auto tensor = bufferization::ToTensorOp::create(
+            b, function.getLoc(), type, argument, /*restrict=*/true,
+            /*writable=*/false);
+        // The calls within the recursion take the buffer itself.
+        argument.replaceUsesWithIf(tensor, [&](OpOperand &use) {
+          if (use.getOwner() == tensor)
+            return false;
+          auto call = dyn_cast<func::CallOp>(use.getOwner());
+          return !call ||
+                 llvm::none_of(members, [&](func::FuncOp member) {
+                   return member.getSymName() == call.getCallee();
+                 });
+        });
+      }
+      function.setType(FunctionType::get(function.getContext(), inputs,
+                                         function.getResultTypes()));
+    }
+  }
 }
 
 struct ADLegalizeForBufferizationPass
@@ -265,6 +432,8 @@ struct ADLegalizeForBufferizationPass
       rewriteAsIfChain(op);
     getOperation()->walk(
         [](func::FuncOp function) { copyReadOnlyReturns(function); });
+    getOperation()->walk(
+        [](ModuleOp module) { passRecursionInputsAsBuffers(module); });
     // expand-strided-metadata (LLVM 22) crashes on a strided subview that
     // drops unit dimensions (it cannot tell which ones were dropped).
     SmallVector<tensor::ExtractSliceOp> slices;

@@ -152,10 +152,14 @@ public:
 
   /// The whole reverse sweep over function body `original`: seeds the float
   /// results with `seeds`, reverses every op, and returns the gradients of
-  /// the arguments at `wrt` (the pullback's return values).
-  FailureOr<SmallVector<Value>> reverseFunction(Block &original,
-                                                ValueRange seeds,
-                                                ArrayRef<int64_t> wrt) {
+  /// the arguments at `wrt` (the pullback's return values). The arguments
+  /// at `wrt[threaded[i]]` start from `accumulators[i]` instead of zero.
+  FailureOr<SmallVector<Value>>
+  reverseFunction(Block &original, ValueRange seeds, ArrayRef<int64_t> wrt,
+                  ArrayRef<unsigned> threaded = {},
+                  ValueRange accumulators = {}) {
+    for (auto [index, accumulator] : llvm::zip_equal(threaded, accumulators))
+      setCotangent(original.getArgument(wrt[index]), accumulator);
     auto seed = seeds.begin();
     for (Value returned : original.getTerminator()->getOperands())
       if (isDifferentiableType(returned.getType()))

@@ -62,6 +62,17 @@ def _ode_input(data):
     return (_floats(data["x"]), int(data["s"]))
 
 
+def _det_input(data):
+    ell = int(data["ell"])
+    a = _floats(data["A"])
+    # The minors are column bit masks in an i64 (and expansion by minors of
+    # a 63 x 63 matrix would take 63! steps anyway).
+    if not 1 <= ell <= 63 or a.shape != (ell * ell,):
+        raise ValueError(f"det needs 1 <= ell <= 63 and ell * ell elements "
+                         f"of A, got ell = {ell} and {a.size} elements")
+    return (a, ell)
+
+
 def _lstm_input(data):
     main = _floats(data["main_params"])
     layers, b = main.shape[0] // 2, main.shape[1] // 4
@@ -192,6 +203,10 @@ EVALS = {
     "llsq": ("llsq.mlir", {
         "primal": ("primal", _llsq_input, _scalar),
         "gradient": ("gradient", _llsq_input, _list),
+    }),
+    "det": ("det.mlir", {
+        "primal": ("primal", _det_input, _scalar),
+        "gradient": ("gradient", _det_input, _list),
     }),
     "ode": ("ode.mlir", {
         "primal": ("primal", _ode_input, _list),

@@ -29,8 +29,18 @@ struct DerivativeFunctions {
   /// For a function that can call itself (directly or not): the versions
   /// calls from inside its recursion use. They share one growable tape:
   /// (args..., tape, next row) -> (results..., tape, next row), and
-  /// (tape, row, cotangents...) -> gradients. Null otherwise.
+  /// (tape, row, accumulators..., cotangents...) -> gradients. Null
+  /// otherwise.
   func::FuncOp recursiveForward, recursivePullback;
+  /// The indices into `wrt` of the tensor arguments whose gradients the
+  /// recursive pullback threads: it takes the cotangent accumulated so far
+  /// for each (the accumulators above, in this order) and returns it with
+  /// the invocation's contributions added, so that an invocation that
+  /// reads a few elements of a large tensor costs those elements, not a
+  /// whole tensor. The entry pullback starts them at zero; for a
+  /// dynamically shaped one, the entry forward returns the argument after
+  /// the tape and the row, and the entry pullback takes it there.
+  SmallVector<unsigned> threaded;
 };
 
 /// What both sweeps offer a rule.
