@@ -207,7 +207,8 @@ public:
 
   void beginRows(Block *forwardBlock, Operation *originalWhile, Value row,
                  Value tape) override {
-    rows.beginRows(forwardBlock, tapeKeyOf(originalWhile), row, tape);
+    rows.beginRows(forwardBlock, tapeKeyOf(originalWhile), originalWhile,
+                   row, tape);
   }
 
   /// The storage that keeps `value` (a forward value, carried out of the

@@ -274,9 +274,9 @@ GrowableTape &TapeRows::tape(Operation *key) {
   return tape;
 }
 
-void TapeRows::beginRows(Block *forwardBlock, Operation *key, Value row,
-                         Value buffer) {
-  scopes[forwardBlock] = {key, row, buffer};
+void TapeRows::beginRows(Block *forwardBlock, Operation *key,
+                         Operation *kind, Value row, Value buffer) {
+  scopes[forwardBlock] = {key, kind, row, buffer};
 }
 
 bool TapeRows::storeRowsAtEnd(Block *forwardBlock, Value row, Value buffer) {
@@ -298,10 +298,12 @@ bool TapeRows::covers(Value value) const {
 /// in every iteration (once per value).
 unsigned TapeRows::store(Value value, const Scope &scope) {
   GrowableTape &tape = this->tape(scope.key);
-  auto [it, inserted] = tape.slots.insert({value, tape.width});
+  unsigned &kindWidth = tape.kindWidth[scope.kind];
+  auto [it, inserted] = tape.slots.insert({value, kindWidth});
   if (!inserted)
     return it->second;
-  tape.width += slotsFor(value.getType());
+  kindWidth += slotsFor(value.getType());
+  tape.width = std::max(tape.width, kindWidth);
   Location loc = value.getLoc();
   OpBuilder b = builderAfterBoth(value, scope.buffer);
   // The buffer current where the store goes (at the end: the last one).

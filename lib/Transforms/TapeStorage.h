@@ -126,8 +126,14 @@ struct GrowableTape {
   Operation *forwardWidth = nullptr, *pullbackWidth = nullptr;
   /// Slot of each forward value stored per row.
   llvm::MapVector<Value, unsigned> slots;
-  /// Slots per row so far (a tensor takes one per element).
+  /// Slots per row so far (a tensor takes one per element): the most any
+  /// kind of row takes.
   unsigned width = 0;
+  /// Slots taken so far in the rows of each kind, keyed by the op whose
+  /// iterations (a loop) or invocations (a recursive function) take them.
+  /// A row is of one kind only (a while loop's condition and body share
+  /// their iteration's), so kinds reuse each other's slots.
+  DenseMap<Operation *, unsigned> kindWidth;
   /// The pullback's value of the final buffer when it is an argument.
   Value pullbackBuffer;
   /// Every forward value the buffer took, in program order: a store goes to
@@ -151,8 +157,10 @@ public:
   /// with a placeholder width on first use.
   GrowableTape &tape(Operation *key);
   /// Values of forward block `forwardBlock` go to row `row` of `key`'s
-  /// tape, whose buffer there is `buffer`.
-  void beginRows(Block *forwardBlock, Operation *key, Value row, Value buffer);
+  /// tape, whose buffer there is `buffer`; the row is one of those `kind`
+  /// (a loop, a recursive function) takes.
+  void beginRows(Block *forwardBlock, Operation *key, Operation *kind,
+                 Value row, Value buffer);
   /// Values of `forwardBlock` (whose ops are all emitted) are stored at its
   /// end instead, into row `row` of `buffer` (defined there): a recursive
   /// invocation takes its row once its callees have taken theirs. False
@@ -174,7 +182,7 @@ public:
 
 private:
   struct Scope {
-    Operation *key;
+    Operation *key, *kind;
     Value row, buffer;
     /// Whether stores go to the end of the block (storeRowsAtEnd).
     bool atEnd = false;
