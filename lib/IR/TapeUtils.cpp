@@ -14,8 +14,10 @@
 
 using namespace mlir;
 
-/// The most f64 slots (4 MiB) a growable tape starts with from its hint.
-static constexpr int64_t kMaxHintedSlots = int64_t(1) << 19;
+/// The most f64 slots (1 GiB) a growable tape starts with from its hint.
+/// Only the pages a call writes are mapped in, so a small call after a
+/// huge one pays for the address range only.
+static constexpr int64_t kMaxHintedSlots = int64_t(1) << 27;
 
 /// Raises global `rowsHint` to `rows` atomically; returns its value before
 /// (an i64).
@@ -35,8 +37,8 @@ Value mlir::ad::createGrowableTape(OpBuilder &b, Location loc, Value width,
   // race with another call's update).
   Value hinted = arith::IndexCastOp::create(
       b, loc, b.getIndexType(), raiseRowsHint(b, loc, least, rowsHint));
-  // At most 4 MiB from the hint (a larger tape grows by doubling): a small
-  // call after a huge one must not pay for mapping the huge one's memory.
+  // At most 1 GiB from the hint (a larger tape grows by doubling): the
+  // address range of a huge call is reserved, not its memory.
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
   Value slots = arith::ConstantIndexOp::create(b, loc, kMaxHintedSlots);
   Value capped = arith::DivUIOp::create(

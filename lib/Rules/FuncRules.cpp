@@ -134,6 +134,8 @@ struct CallRule
     // start at zero and are added.
     llvm::SmallBitVector isThreaded(functions->wrt.size());
     if (recursive || shared) {
+      for (unsigned position : functions->invariants)
+        operands.push_back(emitter.getPrimal(call.getOperand(position)));
       DenseSet<Value> seen;
       for (unsigned index : functions->threaded) {
         Value operand = call.getOperand(functions->wrt[index]);

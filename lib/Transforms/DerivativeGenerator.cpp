@@ -35,6 +35,7 @@
 #include "mlir/Transforms/RegionUtils.h"
 #include "ad/IR/ADDialect.h"
 
+#include "llvm/ADT/SmallBitVector.h"
 #include <numeric>
 
 using namespace mlir;
@@ -457,25 +458,37 @@ DerivativeGenerator::generateRecursive(func::FuncOp callee,
   // Tensor gradients are threaded through the recursive pullback (see
   // DerivativeFunctions::threaded); the entry points pass the dynamically
   // shaped arguments, which size their zeros.
-  SmallVector<unsigned> threaded;
-  SmallVector<Type> accumulatorTypes, sizingTypes;
+  // Invariant tensor arguments are passed to the recursive pullback (see
+  // DerivativeFunctions::invariants).
+  SmallVector<unsigned> threaded, invariants = invariantTensorArguments(callee);
+  SmallVector<Type> accumulatorTypes;
+  llvm::SmallBitVector isPassed(numArgs);
+  for (unsigned position : invariants)
+    isPassed.set(position);
   for (auto [index, gradientType] : llvm::enumerate(gradientTypes))
     if (auto tensorType = dyn_cast<RankedTensorType>(gradientType)) {
       threaded.push_back(index);
       accumulatorTypes.push_back(tensorType);
       if (!tensorType.hasStaticShape())
-        sizingTypes.push_back(type.getInput(wrt[index]));
+        isPassed.set(wrt[index]);
     }
+  SmallVector<unsigned> passed = llvm::to_vector(isPassed.set_bits());
+  SmallVector<Type> passedTypes, invariantTypes;
+  for (unsigned position : passed)
+    passedTypes.push_back(type.getInput(position));
+  for (unsigned position : invariants)
+    invariantTypes.push_back(type.getInput(position));
   SmallVector<Type> pullbackInputs = {tapeType, indexType};
+  llvm::append_range(pullbackInputs, invariantTypes);
   llvm::append_range(pullbackInputs, accumulatorTypes);
   llvm::append_range(pullbackInputs, cotangentTypes);
   // The entry points pass the tape and the first invocation's row (the
   // last row).
   SmallVector<Type> entryResults(type.getResults());
   entryResults.append({tapeType, indexType});
-  llvm::append_range(entryResults, sizingTypes);
+  llvm::append_range(entryResults, passedTypes);
   SmallVector<Type> entryPullbackInputs = {tapeType, indexType};
-  llvm::append_range(entryPullbackInputs, sizingTypes);
+  llvm::append_range(entryPullbackInputs, passedTypes);
   llvm::append_range(entryPullbackInputs, cotangentTypes);
 
   func::FuncOp forwardFunction = createCompanion(
@@ -505,8 +518,10 @@ DerivativeGenerator::generateRecursive(func::FuncOp callee,
   functions.recursiveForward = recursiveForward;
   functions.recursivePullback = recursivePullback;
   functions.wrt.assign(wrt.begin(), wrt.end());
-  functions.numTapeValues = 2 + sizingTypes.size();
+  functions.numTapeValues = 2 + passed.size();
   functions.threaded = threaded;
+  functions.invariants = invariants;
+  functions.passed = passed;
   auto key = std::make_pair(callee.getOperation(),
                             std::vector<int64_t>(varied.begin(), varied.end()));
   generated[key] = functions;
@@ -556,11 +571,17 @@ DerivativeGenerator::generateRecursive(func::FuncOp callee,
   tape.pullbackBuffer = pullbackEntry->getArgument(0);
   reverse.beginRows(&original, callee, pullbackEntry->getArgument(1));
   Operation *terminator = original.getTerminator();
-  unsigned numThreaded = threaded.size();
+  unsigned numInvariants = invariants.size(), numThreaded = threaded.size();
+  for (auto [index, position] : llvm::enumerate(invariants))
+    reverse.mapPrimal(original.getArgument(position),
+                      pullbackEntry->getArgument(2 + index));
   if (failed(reverse.reverseFunction(
-          original, pullbackEntry->getArguments().drop_front(2 + numThreaded),
+          original,
+          pullbackEntry->getArguments().drop_front(2 + numInvariants +
+                                                   numThreaded),
           wrt, threaded,
-          pullbackEntry->getArguments().slice(2, numThreaded))))
+          pullbackEntry->getArguments().slice(2 + numInvariants,
+                                              numThreaded))))
     return discard();
   if (!reverse.tape.empty()) {
     emitError(callee, "cannot differentiate '" + callee.getSymName() +
@@ -595,25 +616,30 @@ DerivativeGenerator::generateRecursive(func::FuncOp callee,
     results.push_back(call.getResult(numResults));
     results.push_back(
         lastRowFilled(b, loc, call.getResult(numResults + 1)));
-    for (unsigned index : threaded)
-      if (!cast<RankedTensorType>(gradientTypes[index]).hasStaticShape())
-        results.push_back(forwardFunction.getArgument(wrt[index]));
+    for (unsigned position : passed)
+      results.push_back(forwardFunction.getArgument(position));
     func::ReturnOp::create(b, loc, results);
   }
   {
     // The accumulators start at zero.
     Block *entry = &pullbackFunction.getBody().front();
     OpBuilder b = OpBuilder::atBlockEnd(entry);
+    auto passedArgument = [&](unsigned position) {
+      return entry->getArgument(2 + llvm::find(passed, position) -
+                                passed.begin());
+    };
     SmallVector<Value> operands(entry->getArguments().take_front(2));
-    unsigned nextSizing = 2;
+    for (unsigned position : invariants)
+      operands.push_back(passedArgument(position));
     for (unsigned index : threaded) {
       Type accumulatorType = gradientTypes[index];
       Value like = cast<RankedTensorType>(accumulatorType).hasStaticShape()
                        ? Value()
-                       : entry->getArgument(nextSizing++);
+                       : passedArgument(wrt[index]);
       operands.push_back(createZerosLike(b, loc, accumulatorType, like));
     }
-    llvm::append_range(operands, entry->getArguments().drop_front(nextSizing));
+    llvm::append_range(operands,
+                       entry->getArguments().drop_front(2 + passed.size()));
     auto call = func::CallOp::create(b, loc, recursivePullback, operands);
     func::ReturnOp::create(b, loc, call.getResults());
   }

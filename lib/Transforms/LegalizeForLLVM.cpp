@@ -285,20 +285,94 @@ static bool isOnlyRead(
   return true;
 }
 
+/// Whether tensor `value` bufferizes to a buffer of its own, made in its
+/// function: every value it may be is new (or a constant's, which nothing
+/// writes in place), or made from such a value in place (a destination-
+/// passing op, a view, a loop's carried value, a branch's result), or the
+/// result of a call of a function of `candidates` (whose results may be
+/// those of their tensor operands but the ones only read, at the positions
+/// in its set: the others must then be such values too).
+static bool isMadeFromFreshBuffers(
+    Value value,
+    const llvm::DenseMap<Operation *, llvm::SmallBitVector> &candidates) {
+  SmallVector<Value> worklist = {value};
+  llvm::DenseSet<Value> seen;
+  auto yieldedAt = [&](Operation *op, unsigned index) {
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        if (Operation *terminator = block.getTerminator();
+            terminator && terminator->hasTrait<OpTrait::ReturnLike>() &&
+            index < terminator->getNumOperands())
+          worklist.push_back(terminator->getOperand(index));
+  };
+  while (!worklist.empty()) {
+    Value current = worklist.pop_back_val();
+    if (!seen.insert(current).second || !isa<TensorType>(current.getType()))
+      continue;
+    if (auto argument = dyn_cast<BlockArgument>(current)) {
+      auto loop = dyn_cast<scf::ForOp>(argument.getOwner()->getParentOp());
+      if (!loop || argument.getArgNumber() < loop.getNumInductionVars())
+        return false;
+      unsigned index = argument.getArgNumber() - loop.getNumInductionVars();
+      worklist.push_back(loop.getInitArgs()[index]);
+      worklist.push_back(loop.getYieldedValues()[index]);
+      continue;
+    }
+    Operation *def = current.getDefiningOp();
+    unsigned index = cast<OpResult>(current).getResultNumber();
+    if (isa<tensor::EmptyOp, bufferization::AllocTensorOp, arith::ConstantOp>(
+            def))
+      continue;
+    if (auto dps = dyn_cast<DestinationStyleOpInterface>(def)) {
+      worklist.push_back(dps.getDpsInits()[index]);
+      continue;
+    }
+    if (isa<scf::IfOp>(def)) {
+      yieldedAt(def, index);
+      continue;
+    }
+    if (auto loop = dyn_cast<scf::ForOp>(def)) {
+      worklist.push_back(loop.getInitArgs()[index]);
+      yieldedAt(def, index);
+      continue;
+    }
+    if (isa<tensor::ExtractSliceOp, tensor::CollapseShapeOp,
+            tensor::ExpandShapeOp, tensor::CastOp>(def)) {
+      worklist.push_back(def->getOperand(0));
+      continue;
+    }
+    if (auto call = dyn_cast<func::CallOp>(def)) {
+      auto it = llvm::find_if(candidates, [&](auto &entry) {
+        return cast<func::FuncOp>(entry.first).getSymName() ==
+               call.getCallee();
+      });
+      if (it != candidates.end()) {
+        for (OpOperand &operand : call->getOpOperands())
+          if (!it->second.test(operand.getOperandNumber()))
+            worklist.push_back(operand.get());
+        continue;
+      }
+    }
+    return false;
+  }
+  return true;
+}
+
 /// Passes the tensor arguments of a recursion as buffers when no function
 /// of the recursion writes them. One-shot bufferization (LLVM 22) cannot
 /// analyze a call within a recursion before its callee, so it assumes the
 /// callee writes each tensor operand and copies the operand at every call
 /// still reading it afterwards: a recursion reading a few elements of a
 /// matrix per invocation (det by minors) copied the whole matrix each
-/// time. A recursion qualifies when its functions are private, are only
-/// called (by func.call) and every tensor argument of each is only read
-/// (isOnlyRead): the argument becomes an identity-layout memref, read in
-/// the body through a restrict `bufferization.to_tensor`, and a caller
-/// outside the recursion passes a read-only `bufferization.to_buffer`.
+/// time. A recursion qualifies when its functions are private and only
+/// called (by func.call), and the calls from outside it pass fresh tensors
+/// (isMadeFromFreshBuffers) for the arguments that are not only read: those may be
+/// written in place while the others' buffers are read. Each argument only
+/// read (isOnlyRead) becomes an identity-layout memref, read in the body
+/// through a restrict `bufferization.to_tensor`; a caller outside the
+/// recursion passes a read-only `bufferization.to_buffer`.
 static void passRecursionInputsAsBuffers(ModuleOp module) {
   CallGraph graph(module);
-  SymbolTableCollection symbols;
   for (auto scc = llvm::scc_begin<const CallGraph *>(&graph); !scc.isAtEnd();
        ++scc) {
     SmallVector<func::FuncOp> members;
@@ -341,10 +415,8 @@ static void passRecursionInputsAsBuffers(ModuleOp module) {
     }
     if (!qualifies)
       continue;
-    // Every tensor argument must stay a candidate (an argument written in
-    // place could alias another one).
     bool changed = true;
-    while (changed && qualifies) {
+    while (changed) {
       changed = false;
       for (func::FuncOp function : members)
         for (BlockArgument argument : function.getArguments()) {
@@ -352,12 +424,32 @@ static void passRecursionInputsAsBuffers(ModuleOp module) {
           if (set.test(argument.getArgNumber()) &&
               !isOnlyRead(argument, candidates)) {
             set.reset(argument.getArgNumber());
-            qualifies = false;
+            changed = true;
           }
         }
     }
-    if (!qualifies ||
-        llvm::all_of(candidates, [](auto &entry) { return entry.second.none(); }))
+    if (llvm::all_of(candidates,
+                     [](auto &entry) { return entry.second.none(); }))
+      continue;
+    // The other tensor arguments may be written in place while the
+    // buffers are read: from outside the recursion, they must be fresh
+    // (within it, they are fresh or made from these arguments by a copy).
+    for (func::FuncOp function : members) {
+      std::optional<SymbolTable::UseRange> uses =
+          SymbolTable::getSymbolUses(function, module);
+      for (const SymbolTable::SymbolUse &use : *uses) {
+        auto call = cast<func::CallOp>(use.getUser());
+        auto caller = call->getParentOfType<func::FuncOp>();
+        if (llvm::is_contained(members, caller))
+          continue;
+        for (OpOperand &operand : call->getOpOperands())
+          if (isa<RankedTensorType>(operand.get().getType()) &&
+              !candidates[function].test(operand.getOperandNumber()) &&
+              !isMadeFromFreshBuffers(operand.get(), candidates))
+            qualifies = false;
+      }
+    }
+    if (!qualifies)
       continue;
 
     // Calls first (from inside and outside the recursion), then bodies.

@@ -12,6 +12,7 @@
 #include "mlir/Analysis/CallGraph.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "llvm/ADT/SCCIterator.h"
+#include "llvm/ADT/SmallBitVector.h"
 
 using namespace mlir;
 using namespace mlir::ad;
@@ -113,6 +114,56 @@ Operation *DerivativeGenerator::recursionRoot(func::FuncOp function) {
   auto it = componentOf.find(function);
   return it == componentOf.end() ? function.getOperation()
                                  : componentRoot[it->second];
+}
+
+SmallVector<unsigned>
+DerivativeGenerator::invariantTensorArguments(func::FuncOp function) {
+  if (componentOf.empty())
+    computeRecursions();
+  auto it = componentOf.find(function);
+  if (it == componentOf.end())
+    return {};
+  unsigned id = it->second;
+  // Every member's ranked tensor arguments, then those a call within the
+  // recursion passes something else for are dropped, until none is.
+  llvm::DenseMap<Operation *, llvm::SmallBitVector> invariant;
+  for (auto &[member, component] : componentOf) {
+    auto memberFunction = cast<func::FuncOp>(member);
+    if (component != id || memberFunction.isExternal())
+      continue;
+    llvm::SmallBitVector tensors(memberFunction.getNumArguments());
+    for (auto [position, type] :
+         llvm::enumerate(memberFunction.getArgumentTypes()))
+      if (isa<RankedTensorType>(type))
+        tensors.set(position);
+    invariant[member] = tensors;
+  }
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (auto &[member, positions] : invariant) {
+      Region &body = cast<func::FuncOp>(member).getBody();
+      body.walk([&](func::CallOp call) {
+        auto callee =
+            symbolTable.lookup<func::FuncOp>(call.getCalleeAttr().getValue());
+        auto calleeIt = callee ? invariant.find(callee) : invariant.end();
+        if (calleeIt == invariant.end())
+          return;
+        for (unsigned position : calleeIt->second.set_bits()) {
+          auto argument = dyn_cast<BlockArgument>(call.getOperand(position));
+          if (argument && argument.getOwner() == &body.front() &&
+              invariant[member].test(argument.getArgNumber()))
+            continue;
+          calleeIt->second.reset(position);
+          changed = true;
+        }
+      });
+    }
+  }
+  auto found = invariant.find(function);
+  if (found == invariant.end())
+    return {};
+  return llvm::to_vector(found->second.set_bits());
 }
 
 Operation *DerivativeGenerator::widthGroup(Operation *root) {

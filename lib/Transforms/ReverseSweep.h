@@ -49,6 +49,10 @@ public:
   Value getPrimal(Value original) override {
     if (Value mapped = primalOverrides.lookup(original))
       return mapped;
+    if (Value recomputed = recomputeFromInductionVariables(original))
+      return recomputed;
+    if (Value element = rereadElement(original))
+      return element;
     return materialize(forward.lookup(original));
   }
   SmallVector<Value> getResiduals(Operation *original) override {
@@ -185,6 +189,92 @@ public:
   SmallVector<Value> tape;
 
 private:
+  /// At most this many ops are computed again for one value.
+  static constexpr unsigned kMaxRecomputedOps = 8;
+
+  /// `original`, an integer computed by a few pure arith ops from
+  /// constants and the induction variables of the loops being reversed
+  /// (whose values the pullback rebuilds), computed again at the builder's
+  /// position instead of being kept per iteration: a loop's parity, or an
+  /// offset of its induction variable, takes no tape. Null for any other
+  /// value.
+  Value recomputeFromInductionVariables(Value original) {
+    SmallVector<Operation *> ops;
+    if (!collectRecomputable(original, ops))
+      return Value();
+    IRMapping mapping;
+    for (auto &[originalValue, pullbackValue] : primalOverrides)
+      mapping.map(originalValue, pullbackValue);
+    for (Operation *op : ops)
+      builder.clone(*op, mapping);
+    return mapping.lookup(original);
+  }
+
+  /// Whether recomputeFromInductionVariables computes `original` again;
+  /// `ops` are then the ops to clone, each after those of its operands.
+  bool collectRecomputable(Value original, SmallVectorImpl<Operation *> &ops) {
+    if (!isa<IntegerType, IndexType>(original.getType()) ||
+        !original.getDefiningOp())
+      return false;
+    llvm::SmallPtrSet<Operation *, 8> visited;
+    bool readsInductionVariable = false;
+    unsigned computed = 0;
+    std::function<bool(Value)> collect = [&](Value value) {
+      if (primalOverrides.contains(value)) {
+        readsInductionVariable = true;
+        return true;
+      }
+      Operation *def = value.getDefiningOp();
+      if (!def || !isa<arith::ArithDialect>(def->getDialect()) ||
+          def->getNumRegions() != 0 || !isPure(def) ||
+          !llvm::all_of(def->getResultTypes(),
+                        llvm::IsaPred<IntegerType, IndexType>))
+        return false;
+      if (!visited.insert(def).second)
+        return true;
+      bool constant = def->hasTrait<OpTrait::ConstantLike>();
+      if (!constant && ++computed > kMaxRecomputedOps)
+        return false;
+      if (!llvm::all_of(def->getOperands(), collect))
+        return false;
+      ops.push_back(def);
+      return true;
+    };
+    return collect(original) && readsInductionVariable;
+  }
+
+  /// `original`, an element of a tensor the pullback has without a tape
+  /// (an invariant tensor argument of a recursion, which the recursive
+  /// pullback takes; an argument of another function), read again at its
+  /// indices where the pullback needs it, instead of being kept. Only when
+  /// that keeps nothing more: the extract's own adjoint reads the indices
+  /// (its tensor is active), or they are recomputed from induction
+  /// variables. Null for any other value.
+  Value rereadElement(Value original) {
+    auto extract = original.getDefiningOp<tensor::ExtractOp>();
+    if (!extract)
+      return Value();
+    Value source = extract.getTensor();
+    auto argument = dyn_cast<BlockArgument>(source);
+    bool available =
+        primalOverrides.contains(source) ||
+        (!inRecursion() && argument && argument.getOwner()->isEntryBlock() &&
+         isa<func::FuncOp>(argument.getOwner()->getParentOp()));
+    if (!available)
+      return Value();
+    if (!activity.isActive(source) &&
+        !llvm::all_of(extract.getIndices(), [&](Value index) {
+          SmallVector<Operation *> ops;
+          return collectRecomputable(index, ops);
+        }))
+      return Value();
+    SmallVector<Value> indices;
+    for (Value index : extract.getIndices())
+      indices.push_back(getPrimal(index));
+    return tensor::ExtractOp::create(builder, extract.getLoc(),
+                                     getPrimal(source), indices);
+  }
+
   /// Makes forward value `value` available at the builder's position:
   /// rebuilds constants, passes values of the forward entry block as tape
   /// arguments (once), and reads the others from the tape storage that

@@ -29,18 +29,26 @@ struct DerivativeFunctions {
   /// For a function that can call itself (directly or not): the versions
   /// calls from inside its recursion use. They share one growable tape:
   /// (args..., tape, next row) -> (results..., tape, next row), and
-  /// (tape, row, accumulators..., cotangents...) -> gradients. Null
-  /// otherwise.
+  /// (tape, row, invariants..., accumulators..., cotangents...) ->
+  /// gradients. Null otherwise.
   func::FuncOp recursiveForward, recursivePullback;
+  /// The positions of the arguments every call within the recursion passes
+  /// on unchanged (ranked tensors), which the recursive pullback takes
+  /// after the tape and the row, in this order, instead of keeping them in
+  /// every invocation's row.
+  SmallVector<unsigned> invariants;
   /// The indices into `wrt` of the tensor arguments whose gradients the
   /// recursive pullback threads: it takes the cotangent accumulated so far
   /// for each (the accumulators above, in this order) and returns it with
   /// the invocation's contributions added, so that an invocation that
   /// reads a few elements of a large tensor costs those elements, not a
-  /// whole tensor. The entry pullback starts them at zero; for a
-  /// dynamically shaped one, the entry forward returns the argument after
-  /// the tape and the row, and the entry pullback takes it there.
+  /// whole tensor. The entry pullback starts them at zero.
   SmallVector<unsigned> threaded;
+  /// The argument positions the entry forward returns after the tape and
+  /// the row, in this order, and the entry pullback takes there: the
+  /// invariants and the dynamically shaped threaded arguments (which give
+  /// their accumulators' sizes).
+  SmallVector<unsigned> passed;
 };
 
 /// What both sweeps offer a rule.

@@ -17,7 +17,7 @@ namespace mlir::ad {
 
 /// A new, empty growable tape of rows of `width` slots, with room for as
 /// many rows as the most an earlier call needed at this place (`rowsHint`,
-/// an i64 global updated by recordTapeRows) up to 4 MiB, and at least 16:
+/// an i64 global updated by recordTapeRows) up to 1 GiB, and at least 16:
 /// a program called again with a similar size never grows its tape.
 Value createGrowableTape(OpBuilder &b, Location loc, Value width,
                          memref::GlobalOp rowsHint);

@@ -161,6 +161,12 @@ private:
                                                    ArrayRef<int64_t> varied);
   /// The first function of the module in the recursion of `function`.
   Operation *recursionRoot(func::FuncOp function);
+  /// The positions of the ranked tensor arguments of `function`, a member
+  /// of a recursion, that every call within the recursion passes on
+  /// unchanged (the caller's own argument at a position of the same
+  /// kind): every invocation sees the caller's tensor, so the recursive
+  /// pullback takes it as an argument instead of a tape row.
+  SmallVector<unsigned> invariantTensorArguments(func::FuncOp function);
 
   std::unique_ptr<SymbolTable> ownedSymbols;
   SymbolTable &symbolTable;
