@@ -218,6 +218,17 @@ def ADLegalizeForBufferizationPass : Pass<"ad-legalize-for-bufferization"> {
     into the slice that keeps them followed by a `tensor.collapse_shape`:
     `expand-strided-metadata` (LLVM 22) crashes on the rank-reducing
     strided subview it bufferizes to.
+    Passes the tensor arguments of a recursion (its functions private and
+    only called) that it only reads (elements, sizes, linalg inputs,
+    passed on to the same kind of argument) as identity-layout memrefs,
+    read in the body through a restrict `bufferization.to_tensor`, with a
+    read-only `bufferization.to_buffer` at the calls from outside: one-shot
+    bufferization (LLVM 22) cannot analyze a call within a recursion
+    before its callee, assumes the callee writes every tensor operand, and
+    copies each operand still read after the call at every call. Done only
+    when the recursion's other tensor arguments are fresh buffers at the
+    calls from outside (they may be written in place while the others are
+    read).
     Copies (`bufferization.alloc_tensor ... copy`) each tensor a private
     function returns that may be a constant (through branches, loops that
     may not run and views): the pipeline's buffer deallocation passes the

@@ -51,6 +51,20 @@ def _lse_data(n, seed=31337):
     return {"x": np.random.default_rng(seed).uniform(0, 1, n).tolist()}
 
 
+def _det_data(ell, seed=31337):
+    return {"A": np.random.default_rng(seed).uniform(0, 1, ell * ell).tolist(),
+            "ell": ell}
+
+
+def _det_by_minors(a):
+    """Expansion by minors along the first row, as the eval specifies."""
+    if len(a) == 1:
+        return a[0][0]
+    return sum((-1) ** j * a[0][j] *
+               _det_by_minors([row[:j] + row[j + 1:] for row in a[1:]])
+               for j in range(len(a)))
+
+
 def _llsq_data(n, m, seed=31337):
     return {"x": np.random.default_rng(seed).uniform(0, 1, m).tolist(), "n": n}
 
@@ -392,6 +406,47 @@ def test_llsq(n, m):
     assert _rel_error(gradient, fd) <= 1e-6
 
 
+@pytest.mark.parametrize("ell", [1, 2, 3, 4, 6, 8])
+def test_det(ell):
+    data = _det_data(ell)
+    a = np.asarray(data["A"]).reshape(ell, ell)
+    primal = _call("det", "primal", data)
+    want = _det_by_minors(a.tolist())
+    assert abs(primal - want) <= 1e-12 * max(1, abs(want))
+    assert abs(primal - np.linalg.det(a)) <= 1e-9 * max(1, abs(want))
+    gradient = _call("det", "gradient", data)
+    assert len(gradient) == ell * ell
+    # The cofactors: d det / d A = det(A) inv(A)^T (A is invertible here).
+    cofactors = np.linalg.det(a) * np.linalg.inv(a).T
+    assert _rel_error(gradient, cofactors.ravel()) <= 1e-9
+    if ell <= 4:
+        module, _ = gradbench.load("det")
+        fd = _central_differences(lambda x: module.primal(x, ell),
+                                  [np.asarray(data["A"])], 0)
+        assert _rel_error(gradient, fd) <= 1e-6
+
+
+def test_det_singular_and_repeated_rows():
+    # Rows repeated: det 0, but the gradient (the cofactors) is not.
+    a = [[1.0, 2.0, 3.0], [1.0, 2.0, 3.0], [0.5, -1.0, 4.0]]
+    data = {"A": sum(a, []), "ell": 3}
+    assert _call("det", "primal", data) == 0.0
+    module, _ = gradbench.load("det")
+    fd = _central_differences(lambda x: module.primal(x, 3),
+                              [np.asarray(data["A"])], 0)
+    assert _rel_error(_call("det", "gradient", data), fd) <= 1e-6
+
+
+@pytest.mark.parametrize("data", [{"A": [], "ell": 0},
+                                  {"A": [1.0] * 4, "ell": 3},
+                                  {"A": [1.0] * 64 * 64, "ell": 64}])
+def test_det_rejects_bad_sizes(data):
+    answer = gradbench.respond({"id": 3, "kind": "evaluate", "module": "det",
+                                "function": "gradient", "input": data})
+    assert answer["success"] is False
+    assert "1 <= ell <= 63" in answer["error"]
+
+
 @pytest.mark.parametrize("d, k, n, m, gamma",
                          [(2, 5, 10, 0, 1.0), (3, 2, 6, 2, 0.7),
                           (5, 3, 4, 1, 1.3), (1, 1, 3, 0, 1.0)])
@@ -650,6 +705,7 @@ def test_protocol_hello():
 @pytest.mark.parametrize("eval_name, functions, data", [
     ("lse", ("primal", "gradient"), _lse_data(100)),
     ("llsq", ("primal", "gradient"), _llsq_data(16, 8)),
+    ("det", ("primal", "gradient"), _det_data(4)),
     ("gmm", ("objective", "jacobian"), _gmm_data(2, 3, 5)),
     ("ode", ("primal", "gradient"), _ode_data(10, 3)),
     ("lstm", ("objective", "jacobian"), _lstm_data(2, 3, 4)),

@@ -988,3 +988,162 @@ def test_returned_constants_are_not_written():
                            rtol=1e-6, atol=1e-9)
         assert m.twice(-1.0, -2.0) == pytest.approx(2 * e123, rel=1e-14)
     assert m.twice(-1.0, -2.0) == pytest.approx(2 * e123, rel=1e-14)
+
+
+# ----------------------------------------------------------------------------
+# Recursions over tensor arguments: the recursive pullback threads each
+# tensor's cotangent through the recursion (an invocation adds its own
+# elements), takes a tensor every call passes on unchanged instead of
+# keeping it per invocation, and reads elements of it again.
+
+RECURSION_READING_A_TENSOR = """
+func.func private @walk(%a: tensor<?xf64>, %n: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %zero = arith.constant 0.0 : f64
+  %x = tensor.extract %a[%n] : tensor<?xf64>
+  %done = arith.cmpi eq, %n, %c0 : index
+  %r = scf.if %done -> f64 {
+    scf.yield %x : f64
+  } else {
+    %m = arith.subi %n, %c1 : index
+    %s = scf.for %k = %c0 to %c3 step %c1 iter_args(%acc = %zero) -> f64 {
+      %j = arith.addi %k, %m : index
+      %p = arith.remui %j, %n : index
+      %y = tensor.extract %a[%p] : tensor<?xf64>
+      %sub = func.call @walk(%a, %m) : (tensor<?xf64>, index) -> f64
+      %t = arith.mulf %y, %sub : f64
+      %odd = arith.andi %k, %c1 : index
+      %isodd = arith.cmpi ne, %odd, %c0 : index
+      %plus = arith.addf %acc, %t : f64
+      %minus = arith.subf %acc, %t : f64
+      %new = arith.select %isodd, %minus, %plus : f64
+      scf.yield %new : f64
+    }
+    %q = arith.mulf %s, %x : f64
+    scf.yield %q : f64
+  }
+  return %r : f64
+}
+
+func.func @walk_once(%a: tensor<?xf64>, %n: index) -> f64 {
+  %r = func.call @walk(%a, %n) : (tensor<?xf64>, index) -> f64
+  return %r : f64
+}
+
+// From a loop: the calls share the loop's tape and thread the cotangent.
+func.func @walk_each(%a: tensor<?xf64>, %n: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f64
+  %top = arith.addi %n, %c1 : index
+  %s = scf.for %i = %c0 to %top step %c1 iter_args(%acc = %zero) -> f64 {
+    %w = func.call @walk(%a, %i) : (tensor<?xf64>, index) -> f64
+    %t = math.sin %w : f64
+    %u = arith.addf %acc, %t : f64
+    scf.yield %u : f64
+  }
+  return %s : f64
+}
+"""
+
+
+def walk_ref(a, n):
+    if n == 0:
+        return a[0]
+    total = 0.0
+    for k in range(3):
+        term = a[(k + n - 1) % n] * walk_ref(a, n - 1)
+        total = total - term if k % 2 else total + term
+    return total * a[n]
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 4])
+def test_recursion_reading_a_tensor(rng, n):
+    m = compile_one(RECURSION_READING_A_TENSOR)
+    a = rng.uniform(0.5, 1.5, 6)
+    assert m.walk_once(a, n) == pytest.approx(walk_ref(a, n), rel=1e-12)
+    assert_grads_close(mlir_ad.grad(m.walk_once)(a, n),
+                       numerical_grad(walk_ref, [a, n], [0]), rtol=1e-6,
+                       atol=1e-8)
+    each = lambda a_, n_: sum(np.sin(walk_ref(a_, i)) for i in range(n_ + 1))  # noqa: E731
+    assert m.walk_each(a, n) == pytest.approx(each(a, n), rel=1e-12)
+    assert_grads_close(mlir_ad.grad(m.walk_each)(a, n),
+                       numerical_grad(each, [a, n], [0]), rtol=1e-6, atol=1e-8)
+
+
+RECURSIONS_PASSING_TENSORS = """
+// Two tensor arguments, passed swapped and once both the same tensor,
+// within a mutual recursion; and a tensor changed at each level.
+func.func private @even(%a: tensor<4xf64>, %b: tensor<4xf64>, %n: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %i = arith.remui %n, %c3 : index
+  %x = tensor.extract %a[%i] : tensor<4xf64>
+  %y = tensor.extract %b[%c3] : tensor<4xf64>
+  %done = arith.cmpi eq, %n, %c0 : index
+  %r = scf.if %done -> f64 {
+    %p = arith.mulf %x, %y : f64
+    scf.yield %p : f64
+  } else {
+    %m = arith.subi %n, %c1 : index
+    %s = func.call @odd(%b, %a, %m) : (tensor<4xf64>, tensor<4xf64>, index) -> f64
+    %t = func.call @odd(%a, %a, %m) : (tensor<4xf64>, tensor<4xf64>, index) -> f64
+    %u = arith.mulf %s, %x : f64
+    %v = arith.addf %u, %t : f64
+    scf.yield %v : f64
+  }
+  return %r : f64
+}
+
+func.func private @odd(%a: tensor<4xf64>, %b: tensor<4xf64>, %n: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %x = tensor.extract %a[%c2] : tensor<4xf64>
+  %s = math.sin %b : tensor<4xf64>
+  %w = arith.mulf %s, %a : tensor<4xf64>
+  %r = func.call @even(%w, %b, %n) : (tensor<4xf64>, tensor<4xf64>, index) -> f64
+  %y = tensor.extract %b[%c0] : tensor<4xf64>
+  %p = arith.mulf %r, %y : f64
+  %q = arith.addf %p, %x : f64
+  return %q : f64
+}
+
+func.func @both(%a: tensor<4xf64>, %b: tensor<4xf64>, %n: index) -> f64 {
+  %r = func.call @even(%a, %b, %n) : (tensor<4xf64>, tensor<4xf64>, index) -> f64
+  return %r : f64
+}
+
+func.func @same(%a: tensor<4xf64>, %n: index) -> f64 {
+  %r = func.call @even(%a, %a, %n) : (tensor<4xf64>, tensor<4xf64>, index) -> f64
+  return %r : f64
+}
+"""
+
+
+def even_ref(a, b, n):
+    x, y = a[n % 3], b[3]
+    if n == 0:
+        return x * y
+    return odd_ref(b, a, n - 1) * x + odd_ref(a, a, n - 1)
+
+
+def odd_ref(a, b, n):
+    w = np.sin(b) * a
+    return even_ref(w, b, n) * b[0] + a[2]
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 5])
+def test_recursions_passing_tensors(rng, n):
+    m = compile_one(RECURSIONS_PASSING_TENSORS)
+    a, b = rng.uniform(-1, 1, 4), rng.uniform(-1, 1, 4)
+    assert m.both(a, b, n) == pytest.approx(even_ref(a, b, n), rel=1e-12)
+    assert_grads_close(mlir_ad.grad(m.both)(a, b, n),
+                       numerical_grad(even_ref, [a, b, n], [0, 1]), rtol=1e-6,
+                       atol=1e-8)
+    same = lambda a_, n_: even_ref(a_, a_, n_)  # noqa: E731
+    assert m.same(a, n) == pytest.approx(same(a, n), rel=1e-12)
+    assert_grads_close(mlir_ad.grad(m.same)(a, n),
+                       numerical_grad(same, [a, n], [0]), rtol=1e-6, atol=1e-8)

@@ -146,3 +146,145 @@ func.func @public_constant() -> tensor<3xf64> {
   %k = arith.constant dense<[1.0, 2.0, 3.0]> : tensor<3xf64>
   return %k : tensor<3xf64>
 }
+
+// -----
+
+// A recursion that only reads its tensor argument takes it as a buffer:
+// one-shot bufferization would copy the tensor at every recursive call
+// (it cannot analyze the callee first). The caller outside the recursion
+// passes a read-only buffer of its tensor.
+// CHECK-LABEL: func.func private @walk
+// CHECK-SAME: (%[[A:.*]]: memref<?xf64>, %[[I:.*]]: index)
+// CHECK: %[[T:.*]] = bufferization.to_tensor %[[A]] restrict : memref<?xf64> to tensor<?xf64>
+// CHECK: tensor.extract %[[T]]
+// CHECK: call @walk(%[[A]],
+// CHECK-LABEL: func.func @walk_from_outside
+// CHECK: %[[B:.*]] = bufferization.to_buffer %{{.*}} read_only : tensor<?xf64> to memref<?xf64>
+// CHECK: call @walk(%[[B]],
+func.func private @walk(%a: tensor<?xf64>, %i: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %x = tensor.extract %a[%i] : tensor<?xf64>
+  %done = arith.cmpi eq, %i, %c0 : index
+  %r = scf.if %done -> f64 {
+    scf.yield %x : f64
+  } else {
+    %j = arith.subi %i, %c1 : index
+    %s = func.call @walk(%a, %j) : (tensor<?xf64>, index) -> f64
+    %p = arith.mulf %s, %x : f64
+    scf.yield %p : f64
+  }
+  return %r : f64
+}
+func.func @walk_from_outside(%a: tensor<?xf64>, %i: index) -> f64 {
+  %r = func.call @walk(%a, %i) : (tensor<?xf64>, index) -> f64
+  return %r : f64
+}
+
+// -----
+
+// With a second tensor argument written in place, the read-only one is a
+// buffer only when the callers outside the recursion pass a fresh tensor
+// for the written one (here a fill of tensor.empty): else the written one
+// could be the read one's buffer.
+// CHECK-LABEL: func.func private @accumulate
+// CHECK-SAME: (%{{.*}}: memref<?xf64>, %{{.*}}: tensor<?xf64>, %{{.*}}: index) -> tensor<?xf64>
+// CHECK-LABEL: func.func private @accumulate_aliased
+// CHECK-SAME: (%{{.*}}: tensor<?xf64>, %{{.*}}: tensor<?xf64>, %{{.*}}: index) -> tensor<?xf64>
+func.func private @accumulate(%a: tensor<?xf64>, %acc: tensor<?xf64>, %i: index) -> tensor<?xf64> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %x = tensor.extract %a[%i] : tensor<?xf64>
+  %old = tensor.extract %acc[%c0] : tensor<?xf64>
+  %new = arith.addf %old, %x : f64
+  %acc1 = tensor.insert %new into %acc[%c0] : tensor<?xf64>
+  %done = arith.cmpi eq, %i, %c0 : index
+  %r = scf.if %done -> tensor<?xf64> {
+    scf.yield %acc1 : tensor<?xf64>
+  } else {
+    %j = arith.subi %i, %c1 : index
+    %s = func.call @accumulate(%a, %acc1, %j) : (tensor<?xf64>, tensor<?xf64>, index) -> tensor<?xf64>
+    scf.yield %s : tensor<?xf64>
+  }
+  return %r : tensor<?xf64>
+}
+func.func @accumulate_fresh(%a: tensor<?xf64>, %i: index) -> tensor<?xf64> {
+  %c1 = arith.constant 1 : index
+  %z = arith.constant 0.0 : f64
+  %e = tensor.empty(%c1) : tensor<?xf64>
+  %f = linalg.fill ins(%z : f64) outs(%e : tensor<?xf64>) -> tensor<?xf64>
+  %r = func.call @accumulate(%a, %f, %i) : (tensor<?xf64>, tensor<?xf64>, index) -> tensor<?xf64>
+  return %r : tensor<?xf64>
+}
+func.func private @accumulate_aliased(%a: tensor<?xf64>, %acc: tensor<?xf64>, %i: index) -> tensor<?xf64> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %x = tensor.extract %a[%i] : tensor<?xf64>
+  %old = tensor.extract %acc[%c0] : tensor<?xf64>
+  %new = arith.addf %old, %x : f64
+  %acc1 = tensor.insert %new into %acc[%c0] : tensor<?xf64>
+  %done = arith.cmpi eq, %i, %c0 : index
+  %r = scf.if %done -> tensor<?xf64> {
+    scf.yield %acc1 : tensor<?xf64>
+  } else {
+    %j = arith.subi %i, %c1 : index
+    %s = func.call @accumulate_aliased(%a, %acc1, %j) : (tensor<?xf64>, tensor<?xf64>, index) -> tensor<?xf64>
+    scf.yield %s : tensor<?xf64>
+  }
+  return %r : tensor<?xf64>
+}
+func.func @accumulate_into_itself(%a: tensor<?xf64>, %i: index) -> tensor<?xf64> {
+  %r = func.call @accumulate_aliased(%a, %a, %i) : (tensor<?xf64>, tensor<?xf64>, index) -> tensor<?xf64>
+  return %r : tensor<?xf64>
+}
+
+// -----
+
+// An argument whose value may be returned (or is passed where the callee
+// writes) stays a tensor.
+// CHECK-LABEL: func.func private @returns_it
+// CHECK-SAME: (%{{.*}}: tensor<?xf64>, %{{.*}}: index) -> tensor<?xf64>
+// CHECK-NOT: bufferization.to_tensor
+func.func private @returns_it(%a: tensor<?xf64>, %i: index) -> tensor<?xf64> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %done = arith.cmpi eq, %i, %c0 : index
+  %r = scf.if %done -> tensor<?xf64> {
+    scf.yield %a : tensor<?xf64>
+  } else {
+    %j = arith.subi %i, %c1 : index
+    %s = func.call @returns_it(%a, %j) : (tensor<?xf64>, index) -> tensor<?xf64>
+    scf.yield %s : tensor<?xf64>
+  }
+  return %r : tensor<?xf64>
+}
+func.func @returns_it_from_outside(%a: tensor<?xf64>, %i: index) -> tensor<?xf64> {
+  %r = func.call @returns_it(%a, %i) : (tensor<?xf64>, index) -> tensor<?xf64>
+  return %r : tensor<?xf64>
+}
+
+// -----
+
+// A private function returning a dynamically shaped loop-carried tensor
+// that may be its argument's (a branch yields the carried value): the copy
+// takes its sizes from the copied tensor (an alloc_tensor with both sizes
+// and a copy is invalid).
+// CHECK-LABEL: func.func private @carried
+// CHECK: %[[R:.*]] = scf.for
+// CHECK: %[[C:.*]] = bufferization.alloc_tensor() copy(%[[R]]) : tensor<?xf64>
+// CHECK: return %[[C]]
+func.func private @carried(%x: tensor<?xf64>, %n: index, %flag: i1) -> tensor<?xf64> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %cst = arith.constant dense<1.0> : tensor<4xf64>
+  %k = tensor.cast %cst : tensor<4xf64> to tensor<?xf64>
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%t = %k) -> tensor<?xf64> {
+    %s = scf.if %flag -> tensor<?xf64> {
+      scf.yield %t : tensor<?xf64>
+    } else {
+      scf.yield %x : tensor<?xf64>
+    }
+    scf.yield %s : tensor<?xf64>
+  }
+  return %r : tensor<?xf64>
+}
