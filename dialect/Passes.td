@@ -225,10 +225,10 @@ def ADLegalizeForBufferizationPass : Pass<"ad-legalize-for-bufferization"> {
     read-only `bufferization.to_buffer` at the calls from outside: one-shot
     bufferization (LLVM 22) cannot analyze a call within a recursion
     before its callee, assumes the callee writes every tensor operand, and
-    copies each operand still read after the call at every call. Done only
-    when the recursion's other tensor arguments are fresh buffers at the
-    calls from outside (they may be written in place while the others are
-    read).
+    copies each operand still read after the call at every call. A call
+    that passes anything but the caller's own such argument passes a copy
+    unless its other tensor operands, which the callee may write in place,
+    are made from fresh buffers that are not the operand's.
     Copies (`bufferization.alloc_tensor ... copy`) each tensor a private
     function returns that may be a constant (through branches, loops that
     may not run and views): the pipeline's buffer deallocation passes the

@@ -573,8 +573,8 @@ DerivativeGenerator::generateRecursive(func::FuncOp callee,
   Operation *terminator = original.getTerminator();
   unsigned numInvariants = invariants.size(), numThreaded = threaded.size();
   for (auto [index, position] : llvm::enumerate(invariants))
-    reverse.mapPrimal(original.getArgument(position),
-                      pullbackEntry->getArgument(2 + index));
+    reverse.passArgument(original.getArgument(position),
+                         pullbackEntry->getArgument(2 + index));
   if (failed(reverse.reverseFunction(
           original,
           pullbackEntry->getArguments().drop_front(2 + numInvariants +

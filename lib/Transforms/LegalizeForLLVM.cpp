@@ -285,18 +285,20 @@ static bool isOnlyRead(
   return true;
 }
 
-/// Whether tensor `value` bufferizes to a buffer of its own, made in its
-/// function: every value it may be is new (or a constant's, which nothing
-/// writes in place), or made from such a value in place (a destination-
-/// passing op, a view, a loop's carried value, a branch's result), or the
-/// result of a call of a function of `candidates` (whose results may be
-/// those of their tensor operands but the ones only read, at the positions
-/// in its set: the others must then be such values too).
-static bool isMadeFromFreshBuffers(
+/// The buffers tensor `value` may bufferize to, followed back through the
+/// ops that write in place or make views (a destination-passing op, a view,
+/// a loop's carried value, a branch's result, a call of a function of
+/// `candidates`, whose results may be those of its tensor operands but the
+/// ones only read, at the positions in its set): every value on the way
+/// goes to `visited`. False when some op on the way is none of those, nor
+/// one that makes a new buffer (or a constant's, which nothing writes in
+/// place), nor an argument of the function; `fresh` is then also false,
+/// and it is false too when an argument of the function is reached.
+static bool traceBuffers(
     Value value,
-    const llvm::DenseMap<Operation *, llvm::SmallBitVector> &candidates) {
+    const llvm::DenseMap<Operation *, llvm::SmallBitVector> &candidates,
+    llvm::DenseSet<Value> &visited, bool &fresh) {
   SmallVector<Value> worklist = {value};
-  llvm::DenseSet<Value> seen;
   auto yieldedAt = [&](Operation *op, unsigned index) {
     for (Region &region : op->getRegions())
       for (Block &block : region)
@@ -305,14 +307,23 @@ static bool isMadeFromFreshBuffers(
             index < terminator->getNumOperands())
           worklist.push_back(terminator->getOperand(index));
   };
+  fresh = true;
   while (!worklist.empty()) {
     Value current = worklist.pop_back_val();
-    if (!seen.insert(current).second || !isa<TensorType>(current.getType()))
+    if (!isa<TensorType>(current.getType()) ||
+        !visited.insert(current).second)
       continue;
     if (auto argument = dyn_cast<BlockArgument>(current)) {
-      auto loop = dyn_cast<scf::ForOp>(argument.getOwner()->getParentOp());
-      if (!loop || argument.getArgNumber() < loop.getNumInductionVars())
+      Operation *parent = argument.getOwner()->getParentOp();
+      if (isa<func::FuncOp>(parent) && argument.getOwner()->isEntryBlock()) {
+        fresh = false;
+        continue;
+      }
+      auto loop = dyn_cast<scf::ForOp>(parent);
+      if (!loop || argument.getArgNumber() < loop.getNumInductionVars()) {
+        fresh = false;
         return false;
+      }
       unsigned index = argument.getArgNumber() - loop.getNumInductionVars();
       worklist.push_back(loop.getInitArgs()[index]);
       worklist.push_back(loop.getYieldedValues()[index]);
@@ -353,7 +364,34 @@ static bool isMadeFromFreshBuffers(
         continue;
       }
     }
+    fresh = false;
     return false;
+  }
+  return true;
+}
+
+/// Whether `call` (of a function of `candidates`) may pass `operand`, at a
+/// position only read, as the buffer it is: none of the other tensor
+/// operands, which the callee may write in place, can be that buffer or a
+/// view of it. They must be made from fresh buffers only, and `operand`'s
+/// own buffers must be known and none of theirs.
+static bool mayPassUncopied(
+    func::CallOp call, Value operand, const llvm::SmallBitVector &readOnly,
+    const llvm::DenseMap<Operation *, llvm::SmallBitVector> &candidates) {
+  llvm::DenseSet<Value> read;
+  bool readFresh;
+  if (!traceBuffers(operand, candidates, read, readFresh))
+    return false;
+  for (OpOperand &other : call->getOpOperands()) {
+    if (!isa<RankedTensorType>(other.get().getType()) ||
+        readOnly.test(other.getOperandNumber()))
+      continue;
+    llvm::DenseSet<Value> written;
+    bool writtenFresh;
+    if (!traceBuffers(other.get(), candidates, written, writtenFresh) ||
+        !writtenFresh ||
+        llvm::any_of(written, [&](Value v) { return read.contains(v); }))
+      return false;
   }
   return true;
 }
@@ -365,12 +403,13 @@ static bool isMadeFromFreshBuffers(
 /// still reading it afterwards: a recursion reading a few elements of a
 /// matrix per invocation (det by minors) copied the whole matrix each
 /// time. A recursion qualifies when its functions are private and only
-/// called (by func.call), and the calls from outside it pass fresh tensors
-/// (isMadeFromFreshBuffers) for the arguments that are not only read: those may be
-/// written in place while the others' buffers are read. Each argument only
-/// read (isOnlyRead) becomes an identity-layout memref, read in the body
-/// through a restrict `bufferization.to_tensor`; a caller outside the
-/// recursion passes a read-only `bufferization.to_buffer`.
+/// called (by func.call). Each argument only read (isOnlyRead) becomes an
+/// identity-layout memref, read in the body through a restrict
+/// `bufferization.to_tensor`. A call passing the caller's own such argument
+/// passes its buffer; any other call passes a read-only
+/// `bufferization.to_buffer` of the operand, or of a copy of it when
+/// another tensor operand, which the callee may write in place, could be
+/// that buffer (mayPassUncopied).
 static void passRecursionInputsAsBuffers(ModuleOp module) {
   CallGraph graph(module);
   for (auto scc = llvm::scc_begin<const CallGraph *>(&graph); !scc.isAtEnd();
@@ -431,27 +470,6 @@ static void passRecursionInputsAsBuffers(ModuleOp module) {
     if (llvm::all_of(candidates,
                      [](auto &entry) { return entry.second.none(); }))
       continue;
-    // The other tensor arguments may be written in place while the
-    // buffers are read: from outside the recursion, they must be fresh
-    // (within it, they are fresh or made from these arguments by a copy).
-    for (func::FuncOp function : members) {
-      std::optional<SymbolTable::UseRange> uses =
-          SymbolTable::getSymbolUses(function, module);
-      for (const SymbolTable::SymbolUse &use : *uses) {
-        auto call = cast<func::CallOp>(use.getUser());
-        auto caller = call->getParentOfType<func::FuncOp>();
-        if (llvm::is_contained(members, caller))
-          continue;
-        for (OpOperand &operand : call->getOpOperands())
-          if (isa<RankedTensorType>(operand.get().getType()) &&
-              !candidates[function].test(operand.getOperandNumber()) &&
-              !isMadeFromFreshBuffers(operand.get(), candidates))
-            qualifies = false;
-      }
-    }
-    if (!qualifies)
-      continue;
-
     // Calls first (from inside and outside the recursion), then bodies.
     for (func::FuncOp function : members) {
       const llvm::SmallBitVector &set = candidates[function];
@@ -471,9 +489,15 @@ static void passRecursionInputsAsBuffers(ModuleOp module) {
               candidates[argument.getOwner()->getParentOp()].test(
                   argument.getArgNumber()))
             continue; // Rewritten with the callers' bodies below.
+          // A tensor another operand may be (and the callee may write):
+          // passed as a copy.
+          Value passed = operand;
+          if (!mayPassUncopied(call, operand, set, candidates))
+            passed = bufferization::AllocTensorOp::create(
+                b, call.getLoc(), type, ValueRange(), /*copy=*/operand);
           call->setOperand(position, bufferization::ToBufferOp::create(
                                          b, call.getLoc(), memrefType,
-                                         operand, /*read_only=*/true));
+                                         passed, /*read_only=*/true));
         }
       }
     }

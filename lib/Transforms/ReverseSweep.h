@@ -46,6 +46,16 @@ public:
   /// In a recursive pullback: the shared tape argument.
   Value recursionTape;
 
+  /// Makes `pullbackValue` the value of argument `original` of the function
+  /// being differentiated everywhere in the pullback (an invariant of a
+  /// recursion, which the recursive pullback takes as an argument): rules
+  /// asking for it, and ops rebuilt from it (a slice), use it instead of a
+  /// tape.
+  void passArgument(BlockArgument original, Value pullbackValue) {
+    mapPrimal(original, pullbackValue);
+    availableInPullback[forward.lookup(original)] = pullbackValue;
+  }
+
   Value getPrimal(Value original) override {
     if (Value mapped = primalOverrides.lookup(original))
       return mapped;
@@ -245,22 +255,19 @@ private:
 
   /// `original`, an element of a tensor the pullback has without a tape
   /// (an invariant tensor argument of a recursion, which the recursive
-  /// pullback takes; an argument of another function), read again at its
-  /// indices where the pullback needs it, instead of being kept. Only when
-  /// that keeps nothing more: the extract's own adjoint reads the indices
-  /// (its tensor is active), or they are recomputed from induction
-  /// variables. Null for any other value.
+  /// pullback takes), read again at its indices where the pullback needs
+  /// it, instead of being kept. Only when that keeps nothing more: the
+  /// extract's own adjoint reads the indices (its tensor is active), or
+  /// they are recomputed from induction variables. Null for any other
+  /// value. (Not for an argument of another function: its caller would
+  /// then keep the whole tensor, in every iteration of a loop around the
+  /// call, instead of the element.)
   Value rereadElement(Value original) {
     auto extract = original.getDefiningOp<tensor::ExtractOp>();
     if (!extract)
       return Value();
     Value source = extract.getTensor();
-    auto argument = dyn_cast<BlockArgument>(source);
-    bool available =
-        primalOverrides.contains(source) ||
-        (!inRecursion() && argument && argument.getOwner()->isEntryBlock() &&
-         isa<func::FuncOp>(argument.getOwner()->getParentOp()));
-    if (!available)
+    if (!primalOverrides.contains(source))
       return Value();
     if (!activity.isActive(source) &&
         !llvm::all_of(extract.getIndices(), [&](Value index) {
@@ -280,6 +287,8 @@ private:
   /// arguments (once), and reads the others from the tape storage that
   /// keeps them, in the iteration being reversed (once per iteration).
   Value materialize(Value value) {
+    if (Value available = availableInPullback.lookup(value))
+      return available;
     Operation *def = value.getDefiningOp();
     if (def && def->getNumOperands() == 0 && def->getNumRegions() == 0 &&
         def->hasTrait<OpTrait::ConstantLike>())

@@ -63,13 +63,15 @@ def _ode_input(data):
 
 
 def _det_input(data):
-    ell = int(data["ell"])
-    a = _floats(data["A"])
+    ell, a = data["ell"], _floats(data["A"])
     # The minors are column bit masks in an i64 (and expansion by minors of
     # a 63 x 63 matrix would take 63! steps anyway).
-    if not 1 <= ell <= 63 or a.shape != (ell * ell,):
-        raise ValueError(f"det needs 1 <= ell <= 63 and ell * ell elements "
-                         f"of A, got ell = {ell} and {a.size} elements")
+    if (isinstance(ell, bool) or not isinstance(ell, int) or
+            not 1 <= ell <= 63 or a.shape != (ell * ell,)):
+        raise ValueError(
+            "det needs an integer ell with 1 <= ell <= 63 and A as a flat "
+            f"row-major list of ell * ell numbers, got ell = {ell!r} and A "
+            f"of shape {a.shape}")
     return (a, ell)
 
 

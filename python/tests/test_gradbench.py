@@ -439,7 +439,9 @@ def test_det_singular_and_repeated_rows():
 
 @pytest.mark.parametrize("data", [{"A": [], "ell": 0},
                                   {"A": [1.0] * 4, "ell": 3},
-                                  {"A": [1.0] * 64 * 64, "ell": 64}])
+                                  {"A": [1.0] * 64 * 64, "ell": 64},
+                                  {"A": [1.0], "ell": 1.5},
+                                  {"A": [[1.0, 2.0], [3.0, 4.0]], "ell": 2}])
 def test_det_rejects_bad_sizes(data):
     answer = gradbench.respond({"id": 3, "kind": "evaluate", "module": "det",
                                 "function": "gradient", "input": data})

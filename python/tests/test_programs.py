@@ -1147,3 +1147,68 @@ def test_recursions_passing_tensors(rng, n):
     assert m.same(a, n) == pytest.approx(same(a, n), rel=1e-12)
     assert_grads_close(mlir_ad.grad(m.same)(a, n),
                        numerical_grad(same, [a, n], [0]), rtol=1e-6, atol=1e-8)
+
+
+# A recursion reading one tensor argument and writing another in place,
+# called with the same tensor at both positions, from outside and from
+# inside the recursion (review finding: the read one, passed as a buffer
+# to avoid a copy per call, was written through the other).
+RECURSION_READ_AND_WRITE = """
+func.func private @rec(%a: tensor<4xf64>, %b: tensor<4xf64>, %n: index) -> tensor<4xf64> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %one = arith.constant 1.0 : f64
+  %done = arith.cmpi eq, %n, %c0 : index
+  %r = scf.if %done -> tensor<4xf64> {
+    scf.yield %b : tensor<4xf64>
+  } else {
+    %m = arith.subi %n, %c1 : index
+    %b1 = tensor.insert %one into %b[%m] : tensor<4xf64>
+    %x = tensor.extract %a[%m] : tensor<4xf64>
+    %y = tensor.extract %a[%c0] : tensor<4xf64>
+    %xy = arith.addf %x, %y : f64
+    %b2 = tensor.insert %xy into %b1[%c0] : tensor<4xf64>
+    %t = math.sin %b2 : tensor<4xf64>
+    %s = func.call @rec(%t, %t, %m) : (tensor<4xf64>, tensor<4xf64>, index) -> tensor<4xf64>
+    scf.yield %s : tensor<4xf64>
+  }
+  return %r : tensor<4xf64>
+}
+
+func.func @fresh(%a: tensor<4xf64>, %n: index) -> tensor<4xf64> {
+  %e = tensor.empty() : tensor<4xf64>
+  %z = arith.constant 0.0 : f64
+  %f = linalg.fill ins(%z : f64) outs(%e : tensor<4xf64>) -> tensor<4xf64>
+  %r = func.call @rec(%a, %f, %n) : (tensor<4xf64>, tensor<4xf64>, index) -> tensor<4xf64>
+  return %r : tensor<4xf64>
+}
+
+func.func @same(%a: tensor<4xf64>, %n: index) -> tensor<4xf64> {
+  %e = tensor.empty() : tensor<4xf64>
+  %z = arith.constant 0.5 : f64
+  %f = linalg.fill ins(%z : f64) outs(%e : tensor<4xf64>) -> tensor<4xf64>
+  %g = arith.mulf %f, %a : tensor<4xf64>
+  %r = func.call @rec(%g, %g, %n) : (tensor<4xf64>, tensor<4xf64>, index) -> tensor<4xf64>
+  return %r : tensor<4xf64>
+}
+"""
+
+
+def rec_ref(a, b, n):
+    if n == 0:
+        return b
+    b1 = np.array(b, np.float64)
+    b1[n - 1] = 1.0
+    b1[0] = a[n - 1] + a[0]
+    t = np.sin(b1)
+    return rec_ref(t, t, n - 1)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_recursion_reading_and_writing_the_same_tensor(rng, n):
+    m = compile_one(RECURSION_READ_AND_WRITE)
+    a = rng.uniform(-1, 1, 4)
+    np.testing.assert_allclose(m.fresh(a, n), rec_ref(a, np.zeros(4), n),
+                               rtol=1e-14)
+    np.testing.assert_allclose(m.same(a, n), rec_ref(a * 0.5, a * 0.5, n),
+                               rtol=1e-14)

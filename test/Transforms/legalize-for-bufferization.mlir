@@ -183,14 +183,22 @@ func.func @walk_from_outside(%a: tensor<?xf64>, %i: index) -> f64 {
 
 // -----
 
-// With a second tensor argument written in place, the read-only one is a
-// buffer only when the callers outside the recursion pass a fresh tensor
-// for the written one (here a fill of tensor.empty): else the written one
-// could be the read one's buffer.
+// With a second tensor argument written in place, a call passes the read
+// one's buffer only when the written one is made from fresh buffers (here
+// a fill of tensor.empty) that are not the read one's; otherwise the
+// written one could be the read one's buffer, and the call passes a copy.
 // CHECK-LABEL: func.func private @accumulate
 // CHECK-SAME: (%{{.*}}: memref<?xf64>, %{{.*}}: tensor<?xf64>, %{{.*}}: index) -> tensor<?xf64>
+// CHECK-LABEL: func.func @accumulate_fresh
+// CHECK-NOT: bufferization.alloc_tensor
+// CHECK: %[[B:.*]] = bufferization.to_buffer %arg0 read_only
+// CHECK: call @accumulate(%[[B]],
 // CHECK-LABEL: func.func private @accumulate_aliased
-// CHECK-SAME: (%{{.*}}: tensor<?xf64>, %{{.*}}: tensor<?xf64>, %{{.*}}: index) -> tensor<?xf64>
+// CHECK-SAME: (%{{.*}}: memref<?xf64>, %{{.*}}: tensor<?xf64>, %{{.*}}: index) -> tensor<?xf64>
+// CHECK-LABEL: func.func @accumulate_into_itself
+// CHECK: %[[C:.*]] = bufferization.alloc_tensor() copy(%arg0)
+// CHECK: %[[B:.*]] = bufferization.to_buffer %[[C]] read_only
+// CHECK: call @accumulate_aliased(%[[B]], %arg0,
 func.func private @accumulate(%a: tensor<?xf64>, %acc: tensor<?xf64>, %i: index) -> tensor<?xf64> {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
