@@ -134,16 +134,15 @@ struct ForRule : ReverseRuleOpInterface::ExternalModel<ForRule, scf::ForOp> {
     return needsGrowableTape(cast<scf::ForOp>(op));
   }
 
-  /// The forward loop when its tape is a growable one: it carries its row
-  /// counter and tape (first in the carried tapes) and fills one row per
-  /// iteration. In a recursive function, what runs inside an iteration
-  /// (another loop, a recursive call) takes the rows after the iteration's
-  /// own, so the iterations' rows are not consecutive: each row then keeps
-  /// the row of the iteration before it (a back link, a residual of the
-  /// body's terminator), and the adjoint starts from the last row.
+  /// The forward loop when its tape is a growable one. The trip count is
+  /// known at entry: the loop takes the next trip-count rows of the tape at
+  /// once, iteration i row `first + i`, and what runs inside an iteration
+  /// (another loop, a recursive call) takes rows after them; the loop
+  /// carries the tape and its next free row. The adjoint reads row `first +
+  /// i` for iteration i, so a row needs no link to the row of the iteration
+  /// before (one slot less per iteration than links).
   LogicalResult emitForwardWithRows(scf::ForOp loop,
                                     ForwardEmitter &emitter) const {
-    bool linked = emitter.inRecursion();
     OpBuilder &b = emitter.getBuilder();
     Location loc = loop.getLoc();
     Value lb = emitter.lookup(loop.getLowerBound());
@@ -153,16 +152,16 @@ struct ForRule : ReverseRuleOpInterface::ExternalModel<ForRule, scf::ForOp> {
     SmallVector<Value> tapes = emitter.getCarriedTapes(loop);
     Value firstRow = tapes[1];
     Value width = emitter.getRowWidth(loop);
+    Value freeRow = arith::AddIOp::create(b, loc, firstRow, trips);
+    Value reserved = growTapeIfFull(b, loc, tapes[0], freeRow, width);
 
     SmallVector<Value> inits;
     for (Value init : loop.getInitArgs())
       inits.push_back(emitter.lookup(init));
     unsigned numResults = inits.size();
     unsigned numTapes = tapes.size();
-    llvm::append_range(inits, tapes);
-    // The back link of the first iteration is never followed.
-    if (linked)
-      inits.push_back(firstRow);
+    inits.append({reserved, freeRow});
+    llvm::append_range(inits, ArrayRef<Value>(tapes).drop_front(2));
     scf::ForOp forward = createForwardLoop(b, loop, lb, ub, step, inits);
     Block *body = forward.getBody();
     emitter.mapValues(loop.getBody()->getArguments(),
@@ -170,42 +169,26 @@ struct ForRule : ReverseRuleOpInterface::ExternalModel<ForRule, scf::ForOp> {
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(body);
+      Value iteration =
+          iterationNumber(b, loc, loop, forward.getInductionVar(),
+                          forward.getLowerBound(), forward.getStep());
+      Value row = arith::AddIOp::create(b, loc, firstRow, iteration);
       Value buffer = body->getArgument(1 + numResults);
-      Value row = body->getArgument(2 + numResults);
-      Value grown = growTapeIfFull(b, loc, buffer, row, width);
-      Value one = arith::ConstantIndexOp::create(b, loc, 1);
-      Value nextRow = arith::AddIOp::create(b, loc, row, one);
-      // Without back links nothing inside takes rows (see
-      // checkRowsDoNotInterleave): the next iteration takes the next row.
-      SmallVector<Value> carried = {grown, linked ? nextRow : row};
-      llvm::append_range(carried, body->getArguments().slice(
-                                      3 + numResults, numTapes - 2));
-      emitter.setCarriedTapes(loop, carried);
-      emitter.beginRows(body, loop, row, grown);
-      if (linked)
-        emitter.setResiduals(loop.getBody()->getTerminator(),
-                             {body->getArguments().back()});
+      emitter.setCarriedTapes(
+          loop, body->getArguments().slice(1 + numResults, numTapes));
+      emitter.beginRows(body, loop, row, buffer);
       if (failed(emitter.emitOps(*loop.getBody(), /*withTerminator=*/false)))
         return failure();
       SmallVector<Value> yields;
       for (Value value : loop.getBody()->getTerminator()->getOperands())
         yields.push_back(emitter.lookup(value));
-      SmallVector<Value> current = emitter.getCarriedTapes(loop);
-      yields.push_back(current[0]);
-      yields.push_back(linked ? current[1] : nextRow);
-      llvm::append_range(yields, ArrayRef<Value>(current).drop_front(2));
-      if (linked)
-        yields.push_back(row);
+      llvm::append_range(yields, emitter.getCarriedTapes(loop));
       scf::YieldOp::create(b, loc, yields);
     }
     emitter.mapResults(loop, forward.getResults().take_front(numResults));
     emitter.setCarriedTapes(
         loop, forward.getResults().slice(numResults, numTapes));
-    // Without back links the reverse loop counts rows up from the first;
-    // with them it follows the links down from the last.
-    emitter.setResiduals(loop, {trips, lb, step,
-                                linked ? forward.getResults().back()
-                                       : firstRow});
+    emitter.setResiduals(loop, {trips, lb, step, firstRow});
     return success();
   }
 
@@ -274,16 +257,11 @@ struct ForRule : ReverseRuleOpInterface::ExternalModel<ForRule, scf::ForOp> {
         carried.push_back(index);
     SmallVector<Value> outer = activeValuesFromAbove(loop.getRegion(), emitter);
 
-    bool linked = rows && emitter.inRecursion();
 
     SmallVector<Value> inits;
     for (unsigned index : carried)
       inits.push_back(emitter.getCotangent(loop.getResult(index)));
     llvm::append_range(inits, currentCotangents(outer, emitter));
-    // With back links: the row of the iteration being reversed, the last
-    // one first.
-    if (linked)
-      inits.push_back(residuals[3]);
     Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
     Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
     auto reverse = scf::ForOp::create(b, loc, c0, trips, c1, inits);
@@ -295,11 +273,7 @@ struct ForRule : ReverseRuleOpInterface::ExternalModel<ForRule, scf::ForOp> {
       Value last = arith::SubIOp::create(b, loc, trips, c1);
       Value iteration =
           arith::SubIOp::create(b, loc, last, reverse.getInductionVar());
-      Value previousRow;
-      if (linked) {
-        emitter.beginRows(&body, op, reverseBody->getArguments().back());
-        previousRow = emitter.getResiduals(body.getTerminator())[0];
-      } else if (rows) {
+      if (rows) {
         emitter.beginRows(&body, op,
                           arith::AddIOp::create(b, loc, residuals[3],
                                                 iteration));
@@ -331,8 +305,6 @@ struct ForRule : ReverseRuleOpInterface::ExternalModel<ForRule, scf::ForOp> {
         yields.push_back(emitter.getCotangent(loop.getRegionIterArg(position)));
       for (Value value : outer)
         yields.push_back(emitter.lookupCotangent(value));
-      if (linked)
-        yields.push_back(previousRow);
       scf::YieldOp::create(b, loc, yields);
       if (rows)
         emitter.endRows(&body);

@@ -380,6 +380,7 @@ DerivativeGenerator::generate(func::FuncOp callee,
       callee.getContext(), type.getInputs(),
       ValueRange(forwardResults).getTypes()));
   forward.finalizeEscapes();
+  forward.rows.mergeSlots({forwardFunction, pullbackFunction});
 
   // Values of different branches carried out in one result (see carryOut)
   // make tape entries that were distinct placeholders the same value: the
@@ -590,8 +591,6 @@ DerivativeGenerator::generateRecursive(func::FuncOp callee,
     return discard();
   }
   forward.finalizeTapes();
-  addRecursionWidth(callee, tape.forwardWidth, tape.width);
-  addRecursionWidth(callee, tape.pullbackWidth, tape.width);
 
   SmallVector<Value> forwardResults;
   for (Value returned : terminator->getOperands())
@@ -599,6 +598,12 @@ DerivativeGenerator::generateRecursive(func::FuncOp callee,
   forwardResults.append({tape.buffer, tape.nextRow});
   func::ReturnOp::create(forwardBuilder, terminator->getLoc(), forwardResults);
   forward.finalizeEscapes();
+  forward.rows.mergeSlots({recursiveForward, recursivePullback});
+  {
+    GrowableTape &merged = forward.rows.tape(callee);
+    addRecursionWidth(callee, merged.forwardWidth, merged.width);
+    addRecursionWidth(callee, merged.pullbackWidth, merged.width);
+  }
 
   // Entry points for callers outside the recursion: a fresh tape; the
   // pullback starts at the first invocation's row.

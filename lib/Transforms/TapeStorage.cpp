@@ -264,12 +264,29 @@ Value IterationBuffers::storeAndRead(Value value, const TapeRead &read) {
 // TapeRows
 //===----------------------------------------------------------------------===//
 
+/// Attributes naming the value stored (tape number, index in its
+/// `stored`) on its slot numbers and its store, for mergeSlots.
+static constexpr StringLiteral kSlotOfAttrName = "ad.slot_of";
+static constexpr StringLiteral kStoreOfAttrName = "ad.store_of";
+/// And on the placeholders of a tape's row width (its number).
+static constexpr StringLiteral kWidthOfAttrName = "ad.width_of";
+
+static Attribute slotOfAttr(const GrowableTape &tape, unsigned id) {
+  Builder b(tape.forwardWidth->getContext());
+  return b.getDenseI32ArrayAttr({int32_t(tape.number), int32_t(id)});
+}
+
 GrowableTape &TapeRows::tape(Operation *key) {
+  bool isNew = !tapes.contains(key);
   GrowableTape &tape = tapes[key];
+  if (isNew)
+    tape.number = tapes.size() - 1;
   if (!tape.forwardWidth) {
     OpBuilder prologue = OpBuilder::atBlockBegin(forwardEntry);
     tape.forwardWidth =
         arith::ConstantIndexOp::create(prologue, key->getLoc(), 0);
+    tape.forwardWidth->setAttr(kWidthOfAttrName,
+                               prologue.getI32IntegerAttr(tape.number));
   }
   return tape;
 }
@@ -306,6 +323,13 @@ unsigned TapeRows::store(Value value, const Scope &scope) {
   tape.width = std::max(tape.width, kindWidth);
   Location loc = value.getLoc();
   OpBuilder b = builderAfterBoth(value, scope.buffer);
+  // After the row's number too (a loop computes it from its induction
+  // variable at the start of its body; a carried value is defined before).
+  if (Operation *rowDef = scope.row.getDefiningOp();
+      rowDef && rowDef->getBlock() == b.getInsertionBlock() &&
+      b.getInsertionPoint() != b.getInsertionBlock()->end() &&
+      !rowDef->isBeforeInBlock(&*b.getInsertionPoint()))
+    b.setInsertionPointAfter(rowDef);
   // The buffer current where the store goes (at the end: the last one).
   Operation *def = value.getDefiningOp();
   Value buffer = scope.buffer;
@@ -319,14 +343,18 @@ unsigned TapeRows::store(Value value, const Scope &scope) {
                                      tape.forwardWidth->getResult(0));
   Value slot = arith::ConstantIndexOp::create(b, loc, it->second);
   Value index = arith::AddIOp::create(b, loc, base, slot);
+  unsigned id = tape.stored.size();
+  tape.storedIndex[value] = id;
+  tape.stored.push_back({scope.kind, slotsFor(value.getType())});
+  slot.getDefiningOp()->setAttr(kSlotOfAttrName, slotOfAttr(tape, id));
   if (auto tensorType = dyn_cast<RankedTensorType>(value.getType()))
     bufferization::MaterializeInDestinationOp::create(
         b, loc, /*result=*/Type(), encodeAsF64(b, loc, value),
         rowSlots(b, loc, buffer, index, tensorType.getShape()),
         b.getUnitAttr(), b.getUnitAttr());
   else
-    memref::StoreOp::create(b, loc, encodeAsF64(b, loc, value), buffer,
-                            index);
+    memref::StoreOp::create(b, loc, encodeAsF64(b, loc, value), buffer, index)
+        ->setAttr(kStoreOfAttrName, slotOfAttr(tape, id));
   return it->second;
 }
 
@@ -344,13 +372,17 @@ Value TapeRows::storeAndRead(Value value, const TapeRead &read) {
     OpBuilder prologue = OpBuilder::atBlockBegin(read.pullbackEntry);
     tape.pullbackWidth =
         arith::ConstantIndexOp::create(prologue, scope.key->getLoc(), 0);
+    tape.pullbackWidth->setAttr(kWidthOfAttrName,
+                                prologue.getI32IntegerAttr(tape.number));
   }
   Location loc = value.getLoc();
   OpBuilder &b = read.builder;
   Value base = arith::MulIOp::create(b, loc, read.position,
                                      tape.pullbackWidth->getResult(0));
-  Value index = arith::AddIOp::create(
-      b, loc, base, arith::ConstantIndexOp::create(b, loc, slot));
+  Value slotNumber = arith::ConstantIndexOp::create(b, loc, slot);
+  slotNumber.getDefiningOp()->setAttr(
+      kSlotOfAttrName, slotOfAttr(tape, tape.storedIndex.lookup(value)));
+  Value index = arith::AddIOp::create(b, loc, base, slotNumber);
   Value slotValue;
   if (auto tensorType = dyn_cast<RankedTensorType>(value.getType()))
     slotValue = bufferization::ToTensorOp::create(
@@ -371,6 +403,76 @@ void TapeRows::finalize() {
     for (Operation *placeholder : {tape.forwardWidth, tape.pullbackWidth})
       if (placeholder)
         placeholder->setAttr("value", width);
+  }
+}
+
+/// The value an encoding for the tape (bitcasts, casts and extensions to
+/// f64) starts from.
+static Value encodedValue(Value stored) {
+  while (Operation *def = stored.getDefiningOp()) {
+    if (!isa<arith::BitcastOp, arith::IndexCastOp, arith::IndexCastUIOp,
+             arith::ExtUIOp, arith::ExtSIOp, arith::ExtFOp>(def))
+      break;
+    stored = def->getOperand(0);
+  }
+  return stored;
+}
+
+void TapeRows::mergeSlots(ArrayRef<Operation *> functions) {
+  // The ops naming each value stored, by tape and index.
+  DenseMap<std::pair<int32_t, int32_t>, SmallVector<Operation *, 2>> numbers;
+  DenseMap<std::pair<int32_t, int32_t>, memref::StoreOp> stores;
+  DenseMap<int32_t, SmallVector<Operation *, 2>> widths;
+  for (Operation *function : functions)
+    function->walk([&](Operation *op) {
+      if (auto attr = op->getAttrOfType<IntegerAttr>(kWidthOfAttrName)) {
+        widths[attr.getInt()].push_back(op);
+        op->removeAttr(kWidthOfAttrName);
+      }
+      if (auto attr = op->getAttrOfType<DenseI32ArrayAttr>(kSlotOfAttrName)) {
+        numbers[{attr[0], attr[1]}].push_back(op);
+        op->removeAttr(kSlotOfAttrName);
+      }
+      if (auto attr = op->getAttrOfType<DenseI32ArrayAttr>(kStoreOfAttrName)) {
+        stores[{attr[0], attr[1]}] = cast<memref::StoreOp>(op);
+        op->removeAttr(kStoreOfAttrName);
+      }
+    });
+  for (auto &[key, tape] : tapes) {
+    int32_t number = tape.number;
+    // Per kind: the first store of each value, and the new numbers.
+    DenseMap<std::pair<Operation *, Value>, unsigned> firstOf;
+    DenseMap<Operation *, unsigned> next;
+    SmallVector<unsigned> renumbered(tape.stored.size());
+    for (auto [index, record] : llvm::enumerate(tape.stored)) {
+      memref::StoreOp store = stores.lookup({number, int32_t(index)});
+      if (store) {
+        auto [it, inserted] = firstOf.try_emplace(
+            {record.kind, encodedValue(store.getValueToStore())}, index);
+        memref::StoreOp first = stores.lookup({number, int32_t(it->second)});
+        if (!inserted && first->getBlock() == store->getBlock()) {
+          renumbered[index] = renumbered[it->second];
+          store->erase();
+          continue;
+        }
+      }
+      unsigned &slot = next[record.kind];
+      renumbered[index] = slot;
+      slot += record.size;
+    }
+    unsigned width = 0;
+    for (auto &[kind, slots] : next)
+      width = std::max(width, slots);
+    for (auto [index, record] : llvm::enumerate(tape.stored))
+      for (Operation *op : numbers.lookup({number, int32_t(index)}))
+        op->setAttr("value", IntegerAttr::get(IndexType::get(op->getContext()),
+                                              renumbered[index]));
+    tape.width = width;
+    // The placeholders still here (the generator sets a recursion's).
+    if (!tape.widthOfRecursion)
+      for (Operation *op : widths.lookup(number))
+        op->setAttr("value",
+                    IntegerAttr::get(IndexType::get(op->getContext()), width));
   }
 }
 

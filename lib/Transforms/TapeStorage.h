@@ -134,6 +134,21 @@ struct GrowableTape {
   /// A row is of one kind only (a while loop's condition and body share
   /// their iteration's), so kinds reuse each other's slots.
   DenseMap<Operation *, unsigned> kindWidth;
+  /// What mergeSlots needs of each value stored: its kind and the slots it
+  /// takes. The ops holding its slot number (the store's constant and every
+  /// load's) and its store (a memref.store for a scalar) carry its index
+  /// here as attribute kSlotOfAttrName / kStoreOfAttrName (ops may be
+  /// rebuilt between the store and mergeSlots).
+  struct StoredValue {
+    Operation *kind = nullptr;
+    unsigned size = 0;
+  };
+  SmallVector<StoredValue> stored;
+  /// The index in `stored` of each value stored.
+  DenseMap<Value, unsigned> storedIndex;
+  /// The number of this tape among those of its function (in the
+  /// attributes).
+  unsigned number = 0;
   /// The pullback's value of the final buffer when it is an argument.
   Value pullbackBuffer;
   /// Every forward value the buffer took, in program order: a store goes to
@@ -174,6 +189,12 @@ public:
   bool covers(Value value) const override;
   Value storeAndRead(Value value, const TapeRead &read) override;
   void finalize() override;
+  /// Once the branch ops carry their values out (finalizeEscapes) and both
+  /// functions are complete: a scalar stored twice in one kind of row
+  /// (values of different branches carried out in one result) keeps one
+  /// slot, the slots of each kind are numbered again without gaps, and the
+  /// widths are set again. `functions` hold the stores and loads.
+  void mergeSlots(ArrayRef<Operation *> functions);
   StringRef describeCapacity() const override {
     return "a row of a while loop's or a recursion's tape has a fixed width "
            "and holds scalars of at most 64 bits and statically shaped "
@@ -209,6 +230,12 @@ public:
   bool covers(Value value) const override;
   Value storeAndRead(Value value, const TapeRead &read) override;
   void finalize() override;
+  /// Once the branch ops carry their values out (finalizeEscapes) and both
+  /// functions are complete: a scalar stored twice in one kind of row
+  /// (values of different branches carried out in one result) keeps one
+  /// slot, the slots of each kind are numbered again without gaps, and the
+  /// widths are set again. `functions` hold the stores and loads.
+  void mergeSlots(ArrayRef<Operation *> functions);
   StringRef describeCapacity() const override {
     return "the branch tape holds scalars of at most 64 bits";
   }

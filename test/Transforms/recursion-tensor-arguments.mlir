@@ -17,12 +17,13 @@
 // CHECK: %[[ZERO:.*]] = linalg.fill
 // CHECK: call @walk_ad_pbrec_0(%[[TAPE]], %[[ROW]], %[[A]], %[[ZERO]], %[[CT]])
 
-// Each iteration of the loop stores the link to the row before, the
-// callee's result, the element's index and the callee's last row; the
-// element and the parity are not stored.
+// Each iteration of the loop stores the element's index, the callee's
+// result and the callee's last row, in rows the loop takes at its entry
+// (no link to the row before); the element and the parity are not stored.
 // CHECK-LABEL: func.func private @walk_ad_fwdrec_0
 // CHECK: scf.for
-// CHECK-COUNT-2: memref.store
+// CHECK-COUNT-1: memref.store
+// CHECK-NOT: memref.store
 // CHECK: tensor.extract
 // CHECK: call @walk_ad_fwdrec_0
 // CHECK-COUNT-2: memref.store
