@@ -165,6 +165,44 @@ static void rewriteAsIfChain(scf::IndexSwitchOp op) {
   op.erase();
 }
 
+/// Pushes what region op `op` yields as its result `index` (each region's
+/// value) to `worklist`.
+static void pushYielded(Operation *op, unsigned index,
+                        SmallVectorImpl<Value> &worklist) {
+  for (Region &region : op->getRegions())
+    for (Block &block : region)
+      if (Operation *terminator = block.getTerminator();
+          terminator && terminator->hasTrait<OpTrait::ReturnLike>() &&
+          index < terminator->getNumOperands())
+        worklist.push_back(terminator->getOperand(index));
+}
+
+/// For result `index` of an scf.if, scf.execute_region or scf.for: pushes
+/// what it may be (what a region yields; a loop's init, if it runs no
+/// iteration) and returns true.
+static bool pushRegionResult(Operation *op, unsigned index,
+                             SmallVectorImpl<Value> &worklist) {
+  if (auto loop = dyn_cast<scf::ForOp>(op))
+    worklist.push_back(loop.getInitArgs()[index]);
+  else if (!isa<scf::IfOp, scf::ExecuteRegionOp>(op))
+    return false;
+  pushYielded(op, index, worklist);
+  return true;
+}
+
+/// For a value an scf.for carries (a region iter_arg): pushes what it may
+/// be, the loop's init or what an iteration yields, and returns true.
+static bool pushLoopCarried(BlockArgument argument,
+                            SmallVectorImpl<Value> &worklist) {
+  auto loop = dyn_cast<scf::ForOp>(argument.getOwner()->getParentOp());
+  if (!loop || argument.getArgNumber() < loop.getNumInductionVars())
+    return false;
+  unsigned index = argument.getArgNumber() - loop.getNumInductionVars();
+  worklist.push_back(loop.getInitArgs()[index]);
+  worklist.push_back(loop.getYieldedValues()[index]);
+  return true;
+}
+
 /// Whether tensor `value`, returned by a function, may bufferize to a buffer
 /// that is neither fresh nor one of the function's arguments: a constant's
 /// read-only global, or a view of one. Conservative: true unless every
@@ -176,14 +214,6 @@ static void rewriteAsIfChain(scf::IndexSwitchOp op) {
 static bool mayBeReadOnly(Value value, func::FuncOp function) {
   SmallVector<Value> worklist = {value};
   llvm::DenseSet<Value> seen;
-  auto yieldedAt = [&](Operation *op, unsigned index) {
-    for (Region &region : op->getRegions())
-      for (Block &block : region)
-        if (Operation *terminator = block.getTerminator();
-            terminator && terminator->hasTrait<OpTrait::ReturnLike>() &&
-            index < terminator->getNumOperands())
-          worklist.push_back(terminator->getOperand(index));
-  };
   while (!worklist.empty()) {
     Value current = worklist.pop_back_val();
     if (!seen.insert(current).second || !isa<TensorType>(current.getType()))
@@ -191,14 +221,8 @@ static bool mayBeReadOnly(Value value, func::FuncOp function) {
     if (auto argument = dyn_cast<BlockArgument>(current)) {
       if (argument.getOwner() == &function.getBody().front())
         continue;
-      // An scf.for's carried value is its init or what an iteration yields.
-      auto loop = dyn_cast<scf::ForOp>(argument.getOwner()->getParentOp());
-      if (loop && argument.getArgNumber() >= loop.getNumInductionVars()) {
-        unsigned index = argument.getArgNumber() - loop.getNumInductionVars();
-        worklist.push_back(loop.getInitArgs()[index]);
-        worklist.push_back(loop.getYieldedValues()[index]);
+      if (pushLoopCarried(argument, worklist))
         continue;
-      }
       return true; // Another region's argument: it may be a constant.
     }
     Operation *def = current.getDefiningOp();
@@ -210,16 +234,8 @@ static bool mayBeReadOnly(Value value, func::FuncOp function) {
             tensor::ConcatOp, tensor::SplatOp, bufferization::AllocTensorOp>(
             def))
       continue;
-    if (isa<scf::IfOp, scf::ExecuteRegionOp>(def)) {
-      yieldedAt(def, index);
+    if (pushRegionResult(def, index, worklist))
       continue;
-    }
-    if (auto loop = dyn_cast<scf::ForOp>(def)) {
-      // A loop that runs no iteration returns its init.
-      worklist.push_back(loop.getInitArgs()[index]);
-      yieldedAt(def, index);
-      continue;
-    }
     if (isa<tensor::ExtractSliceOp, tensor::CollapseShapeOp,
             tensor::ExpandShapeOp, tensor::CastOp, tensor::ReshapeOp,
             tensor::BitcastOp>(def)) {
@@ -299,14 +315,6 @@ static bool traceBuffers(
     const llvm::DenseMap<Operation *, llvm::SmallBitVector> &candidates,
     llvm::DenseSet<Value> &visited, bool &fresh) {
   SmallVector<Value> worklist = {value};
-  auto yieldedAt = [&](Operation *op, unsigned index) {
-    for (Region &region : op->getRegions())
-      for (Block &block : region)
-        if (Operation *terminator = block.getTerminator();
-            terminator && terminator->hasTrait<OpTrait::ReturnLike>() &&
-            index < terminator->getNumOperands())
-          worklist.push_back(terminator->getOperand(index));
-  };
   fresh = true;
   while (!worklist.empty()) {
     Value current = worklist.pop_back_val();
@@ -319,15 +327,10 @@ static bool traceBuffers(
         fresh = false;
         continue;
       }
-      auto loop = dyn_cast<scf::ForOp>(parent);
-      if (!loop || argument.getArgNumber() < loop.getNumInductionVars()) {
-        fresh = false;
-        return false;
-      }
-      unsigned index = argument.getArgNumber() - loop.getNumInductionVars();
-      worklist.push_back(loop.getInitArgs()[index]);
-      worklist.push_back(loop.getYieldedValues()[index]);
-      continue;
+      if (pushLoopCarried(argument, worklist))
+        continue;
+      fresh = false;
+      return false;
     }
     Operation *def = current.getDefiningOp();
     unsigned index = cast<OpResult>(current).getResultNumber();
@@ -338,15 +341,8 @@ static bool traceBuffers(
       worklist.push_back(dps.getDpsInits()[index]);
       continue;
     }
-    if (isa<scf::IfOp>(def)) {
-      yieldedAt(def, index);
+    if (pushRegionResult(def, index, worklist))
       continue;
-    }
-    if (auto loop = dyn_cast<scf::ForOp>(def)) {
-      worklist.push_back(loop.getInitArgs()[index]);
-      yieldedAt(def, index);
-      continue;
-    }
     if (isa<tensor::ExtractSliceOp, tensor::CollapseShapeOp,
             tensor::ExpandShapeOp, tensor::CastOp>(def)) {
       worklist.push_back(def->getOperand(0));
