@@ -380,7 +380,10 @@ DerivativeGenerator::generate(func::FuncOp callee,
       callee.getContext(), type.getInputs(),
       ValueRange(forwardResults).getTypes()));
   forward.finalizeEscapes();
-  forward.rows.mergeSlots({forwardFunction, pullbackFunction});
+  // The pullback is simplified already (its constants uniqued): the slots
+  // stay as they are.
+  forward.rows.mergeSlots({forwardFunction, pullbackFunction},
+                          /*merge=*/false);
 
   // Values of different branches carried out in one result (see carryOut)
   // make tape entries that were distinct placeholders the same value: the

@@ -406,19 +406,24 @@ void TapeRows::finalize() {
   }
 }
 
-/// The value an encoding for the tape (bitcasts, casts and extensions to
-/// f64) starts from.
-static Value encodedValue(Value stored) {
+/// The value a chain of casts (bitcasts, index casts, extensions: those
+/// the encoding for the tape makes, and the program's own) starts from,
+/// and the chain (each op's name and result type): two stored values with
+/// the same start and chain are the same value.
+static std::pair<Value, SmallVector<std::pair<OperationName, Type>>>
+castChain(Value stored) {
+  SmallVector<std::pair<OperationName, Type>> chain;
   while (Operation *def = stored.getDefiningOp()) {
     if (!isa<arith::BitcastOp, arith::IndexCastOp, arith::IndexCastUIOp,
              arith::ExtUIOp, arith::ExtSIOp, arith::ExtFOp>(def))
       break;
+    chain.push_back({def->getName(), stored.getType()});
     stored = def->getOperand(0);
   }
-  return stored;
+  return {stored, chain};
 }
 
-void TapeRows::mergeSlots(ArrayRef<Operation *> functions) {
+void TapeRows::mergeSlots(ArrayRef<Operation *> functions, bool merge) {
   // The ops naming each value stored, by tape and index.
   DenseMap<std::pair<int32_t, int32_t>, SmallVector<Operation *, 2>> numbers;
   DenseMap<std::pair<int32_t, int32_t>, memref::StoreOp> stores;
@@ -438,23 +443,31 @@ void TapeRows::mergeSlots(ArrayRef<Operation *> functions) {
         op->removeAttr(kStoreOfAttrName);
       }
     });
+  if (!merge)
+    return;
   for (auto &[key, tape] : tapes) {
     int32_t number = tape.number;
-    // Per kind: the first store of each value, and the new numbers.
-    DenseMap<std::pair<Operation *, Value>, unsigned> firstOf;
+    // Per kind and start of the cast chain: the stores kept, and the new
+    // numbers.
+    DenseMap<std::pair<Operation *, Value>, SmallVector<unsigned, 1>> kept;
     DenseMap<Operation *, unsigned> next;
     SmallVector<unsigned> renumbered(tape.stored.size());
     for (auto [index, record] : llvm::enumerate(tape.stored)) {
       memref::StoreOp store = stores.lookup({number, int32_t(index)});
       if (store) {
-        auto [it, inserted] = firstOf.try_emplace(
-            {record.kind, encodedValue(store.getValueToStore())}, index);
-        memref::StoreOp first = stores.lookup({number, int32_t(it->second)});
-        if (!inserted && first->getBlock() == store->getBlock()) {
-          renumbered[index] = renumbered[it->second];
+        auto [start, chain] = castChain(store.getValueToStore());
+        SmallVector<unsigned, 1> &same = kept[{record.kind, start}];
+        auto duplicate = llvm::find_if(same, [&](unsigned other) {
+          memref::StoreOp first = stores.lookup({number, int32_t(other)});
+          return first->getBlock() == store->getBlock() &&
+                 castChain(first.getValueToStore()).second == chain;
+        });
+        if (duplicate != same.end()) {
+          renumbered[index] = renumbered[*duplicate];
           store->erase();
           continue;
         }
+        same.push_back(index);
       }
       unsigned &slot = next[record.kind];
       renumbered[index] = slot;

@@ -193,8 +193,11 @@ public:
   /// functions are complete: a scalar stored twice in one kind of row
   /// (values of different branches carried out in one result) keeps one
   /// slot, the slots of each kind are numbered again without gaps, and the
-  /// widths are set again. `functions` hold the stores and loads.
-  void mergeSlots(ArrayRef<Operation *> functions);
+  /// widths are set again. `functions` hold the stores and loads. Only
+  /// before any simplification of them (constant uniquing would merge a
+  /// slot number with an equal constant that is not one); with `merge`
+  /// false, only the attributes naming the slots are removed.
+  void mergeSlots(ArrayRef<Operation *> functions, bool merge = true);
   StringRef describeCapacity() const override {
     return "a row of a while loop's or a recursion's tape has a fixed width "
            "and holds scalars of at most 64 bits and statically shaped "
@@ -230,12 +233,6 @@ public:
   bool covers(Value value) const override;
   Value storeAndRead(Value value, const TapeRead &read) override;
   void finalize() override;
-  /// Once the branch ops carry their values out (finalizeEscapes) and both
-  /// functions are complete: a scalar stored twice in one kind of row
-  /// (values of different branches carried out in one result) keeps one
-  /// slot, the slots of each kind are numbered again without gaps, and the
-  /// widths are set again. `functions` hold the stores and loads.
-  void mergeSlots(ArrayRef<Operation *> functions);
   StringRef describeCapacity() const override {
     return "the branch tape holds scalars of at most 64 bits";
   }

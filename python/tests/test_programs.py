@@ -1212,3 +1212,156 @@ def test_recursion_reading_and_writing_the_same_tensor(rng, n):
                                rtol=1e-14)
     np.testing.assert_allclose(m.same(a, n), rec_ref(a * 0.5, a * 0.5, n),
                                rtol=1e-14)
+
+
+# Review findings on merging the slots of growable-tape rows: a slot
+# number uniqued with an equal constant of the pullback before the merge
+# (while loops whose branches carry values out, extracts at indices equal
+# to slot numbers), and two values cast differently from one start (extsi
+# and extui of one i8) taken for one value, in a while loop and in a loop
+# inside a recursion. Each program is checked against finite differences.
+TAPE_SLOT_PROGRAMS = [
+    ("""func.func @wt(%x: f64, %a: tensor<6xf64>, %k: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %c5 = arith.constant 5 : index
+  %half = arith.constant 0.5 : f64
+  %tenth = arith.constant 0.1 : f64
+  %r:2 = scf.while (%v = %x, %n = %c0) : (f64, index) -> (f64, index) {
+    %go = arith.cmpi ult, %n, %k : index
+    scf.condition(%go) %v, %n : f64, index
+  } do {
+  ^bb0(%v: f64, %n: index):
+    %e = math.exp %v : f64
+    %w = arith.mulf %e, %e : f64
+    %a2 = tensor.extract %a[%c2] : tensor<6xf64>
+    %a3 = tensor.extract %a[%c3] : tensor<6xf64>
+    %a4 = tensor.extract %a[%c4] : tensor<6xf64>
+    %a5 = tensor.extract %a[%c5] : tensor<6xf64>
+    %w1 = arith.mulf %w, %a2 : f64
+    %w2 = arith.mulf %w1, %a3 : f64
+    %w3 = arith.mulf %w2, %a4 : f64
+    %w4 = arith.mulf %w3, %a5 : f64
+    %c = arith.cmpf ogt, %w4, %half : f64
+    %y = scf.if %c -> f64 {
+      %s = math.sin %w4 : f64
+      %p = arith.mulf %s, %s : f64
+      scf.yield %p : f64
+    } else {
+      %t = math.cos %w4 : f64
+      %q = arith.mulf %t, %t : f64
+      scf.yield %q : f64
+    }
+    %z = arith.mulf %y, %tenth : f64
+    %u = arith.addf %z, %v : f64
+    %m = arith.addi %n, %c1 : index
+    scf.yield %u, %m : f64, index
+  }
+  return %r#0 : f64
+}
+func.func @drv(%x: f64, %a: tensor<6xf64>, %k: index) -> (f64, tensor<6xf64>) {
+  %g:2 = ad.grad @wt(%x, %a, %k) : (f64, tensor<6xf64>, index) -> (f64, tensor<6xf64>)
+  return %g#0, %g#1 : f64, tensor<6xf64>
+}""", "wt", [0.1, [0.9, 1.1, 0.8, 0.7, 1.2, 0.6], 1], [0, 1]),
+    ("""func.func @ww(%x: f64, %a: tensor<8xf64>, %k: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c5 = arith.constant 5 : index
+  %half = arith.constant 0.5 : f64
+  %b = tensor.extract %a[%c5] : tensor<8xf64>
+  %r:2 = scf.while (%v = %x, %n = %c0) : (f64, index) -> (f64, index) {
+    %go = arith.cmpi ult, %n, %k : index
+    scf.condition(%go) %v, %n : f64, index
+  } do {
+  ^bb0(%v: f64, %n: index):
+    %c = arith.cmpf ogt, %v, %half : f64
+    %y = scf.if %c -> f64 {
+      %s = math.sin %v : f64
+      %p = arith.mulf %s, %s : f64
+      scf.yield %p : f64
+    } else {
+      %t = math.cos %v : f64
+      %q = arith.mulf %t, %t : f64
+      scf.yield %q : f64
+    }
+    %e = math.exp %y : f64
+    %w = arith.mulf %e, %e : f64
+    %z = arith.mulf %w, %b : f64
+    %u = arith.addf %z, %v : f64
+    %m = arith.addi %n, %c1 : index
+    scf.yield %u, %m : f64, index
+  }
+  return %r#0 : f64
+}
+func.func @drv(%x: f64, %a: tensor<8xf64>, %k: index) -> (f64, tensor<8xf64>) {
+  %g:2 = ad.grad @ww(%x, %a, %k) : (f64, tensor<8xf64>, index) -> (f64, tensor<8xf64>)
+  return %g#0, %g#1 : f64, tensor<8xf64>
+}""", "ww", [0.3, [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0], 1], [0, 1]),
+    ("""func.func @pw(%x: f64, %j0: i8, %k: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %one8 = arith.constant 1 : i8
+  %tiny = arith.constant 1.0e-3 : f64
+  %r:3 = scf.while (%v = %x, %n = %c0, %j = %j0) : (f64, index, i8) -> (f64, index, i8) {
+    %go = arith.cmpi ult, %n, %k : index
+    scf.condition(%go) %v, %n, %j : f64, index, i8
+  } do {
+  ^bb0(%v: f64, %n: index, %j: i8):
+    %n1 = arith.extsi %j : i8 to i32
+    %n2 = arith.extui %j : i8 to i32
+    %y1 = math.fpowi %v, %n1 : f64, i32
+    %y2 = math.fpowi %v, %n2 : f64, i32
+    %s = arith.addf %y1, %y2 : f64
+    %t = arith.mulf %s, %tiny : f64
+    %u = arith.addf %t, %v : f64
+    %m = arith.addi %n, %c1 : index
+    %jj = arith.addi %j, %one8 : i8
+    scf.yield %u, %m, %jj : f64, index, i8
+  }
+  return %r#0 : f64
+}
+func.func @drv(%x: f64, %j: i8, %k: index) -> f64 {
+  %g = ad.grad @pw(%x, %j, %k) : (f64, i8, index) -> f64
+  return %g : f64
+}""", "pw", [1.01, -2, 2], [0]),
+    ("""func.func @rq(%x: f64, %j0: i8, %n: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %one8 = arith.constant 1 : i8
+  %tiny = arith.constant 1.0e-3 : f64
+  %done = arith.cmpi eq, %n, %c0 : index
+  %r = scf.if %done -> (f64) {
+    scf.yield %x : f64
+  } else {
+    %m = arith.subi %n, %c1 : index
+    %w:2 = scf.for %i = %c0 to %n step %c1 iter_args(%v = %x, %j = %j0) -> (f64, i8) {
+      %n1 = arith.extsi %j : i8 to i32
+      %n2 = arith.extui %j : i8 to i32
+      %y1 = math.fpowi %v, %n1 : f64, i32
+      %y2 = math.fpowi %v, %n2 : f64, i32
+      %s = arith.addf %y1, %y2 : f64
+      %t = arith.mulf %s, %tiny : f64
+      %u = arith.addf %t, %v : f64
+      %jj = arith.addi %j, %one8 : i8
+      scf.yield %u, %jj : f64, i8
+    }
+    %rr = func.call @rq(%w#0, %j0, %m) : (f64, i8, index) -> f64
+    scf.yield %rr : f64
+  }
+  return %r : f64
+}""", "rq", [1.0005, -2, 2], [0]),
+]
+
+
+@pytest.mark.parametrize("index", range(len(TAPE_SLOT_PROGRAMS)))
+def test_tape_slot_merging_regressions(index):
+    source, name, args, wrt = TAPE_SLOT_PROGRAMS[index]
+    m = compile_one(source)
+    f = getattr(m, name)
+    args = [np.array(a) if isinstance(a, list) else a for a in args]
+    assert_grads_close(mlir_ad.grad(f, wrt=wrt)(*args),
+                       numerical_grad(f, args, wrt, eps=1e-7), rtol=1e-5,
+                       atol=1e-8)
