@@ -274,13 +274,27 @@ static void copyReadOnlyReturns(func::FuncOp function) {
   });
 }
 
+/// Per function of a recursion: the positions of its tensor arguments that
+/// are only read (the candidates to pass as buffers).
+using ReadOnlyPositions = llvm::DenseMap<Operation *, llvm::SmallBitVector>;
+
+/// The read-only positions of the callee of `call` when it is a function of
+/// `candidates`, or null.
+static const llvm::SmallBitVector *
+readOnlyPositionsOf(func::CallOp call, const ReadOnlyPositions &candidates) {
+  auto it = llvm::find_if(candidates, [&](auto &entry) {
+    return cast<func::FuncOp>(entry.first).getSymName() == call.getCallee();
+  });
+  return it == candidates.end() ? nullptr : &it->second;
+}
+
 /// Whether every use of tensor `argument` only reads it where one-shot
 /// bufferization can tell (an element, a size, a linalg input), or passes
 /// it on to a function of `candidates` at a position still in its set.
 /// Nothing derived from it is used: no view of it can reach a return.
 static bool isOnlyRead(
     BlockArgument argument,
-    const llvm::DenseMap<Operation *, llvm::SmallBitVector> &candidates) {
+    const ReadOnlyPositions &candidates) {
   for (OpOperand &use : argument.getUses()) {
     Operation *user = use.getOwner();
     if (isa<tensor::ExtractOp, tensor::DimOp>(user))
@@ -288,14 +302,11 @@ static bool isOnlyRead(
     if (auto linalgOp = dyn_cast<linalg::LinalgOp>(user);
         linalgOp && linalgOp.isDpsInput(&use))
       continue;
-    if (auto call = dyn_cast<func::CallOp>(user)) {
-      auto it = llvm::find_if(candidates, [&](auto &entry) {
-        return cast<func::FuncOp>(entry.first).getSymName() ==
-               call.getCallee();
-      });
-      if (it != candidates.end() && it->second.test(use.getOperandNumber()))
+    if (auto call = dyn_cast<func::CallOp>(user))
+      if (const llvm::SmallBitVector *positions =
+              readOnlyPositionsOf(call, candidates);
+          positions && positions->test(use.getOperandNumber()))
         continue;
-    }
     return false;
   }
   return true;
@@ -312,7 +323,7 @@ static bool isOnlyRead(
 /// and it is false too when an argument of the function is reached.
 static bool traceBuffers(
     Value value,
-    const llvm::DenseMap<Operation *, llvm::SmallBitVector> &candidates,
+    const ReadOnlyPositions &candidates,
     llvm::DenseSet<Value> &visited, bool &fresh) {
   SmallVector<Value> worklist = {value};
   fresh = true;
@@ -348,18 +359,14 @@ static bool traceBuffers(
       worklist.push_back(def->getOperand(0));
       continue;
     }
-    if (auto call = dyn_cast<func::CallOp>(def)) {
-      auto it = llvm::find_if(candidates, [&](auto &entry) {
-        return cast<func::FuncOp>(entry.first).getSymName() ==
-               call.getCallee();
-      });
-      if (it != candidates.end()) {
+    if (auto call = dyn_cast<func::CallOp>(def))
+      if (const llvm::SmallBitVector *positions =
+              readOnlyPositionsOf(call, candidates)) {
         for (OpOperand &operand : call->getOpOperands())
-          if (!it->second.test(operand.getOperandNumber()))
+          if (!positions->test(operand.getOperandNumber()))
             worklist.push_back(operand.get());
         continue;
       }
-    }
     fresh = false;
     return false;
   }
@@ -373,7 +380,7 @@ static bool traceBuffers(
 /// own buffers must be known and none of theirs.
 static bool mayPassUncopied(
     func::CallOp call, Value operand, const llvm::SmallBitVector &readOnly,
-    const llvm::DenseMap<Operation *, llvm::SmallBitVector> &candidates) {
+    const ReadOnlyPositions &candidates) {
   llvm::DenseSet<Value> read;
   bool readFresh;
   if (!traceBuffers(operand, candidates, read, readFresh))
@@ -432,7 +439,7 @@ static void passRecursionInputsAsBuffers(ModuleOp module) {
     if (!isRecursion)
       continue;
     // Only called: no symbol use may pass a function around.
-    llvm::DenseMap<Operation *, llvm::SmallBitVector> candidates;
+    ReadOnlyPositions candidates;
     for (func::FuncOp function : members) {
       std::optional<SymbolTable::UseRange> uses =
           SymbolTable::getSymbolUses(function, module);
@@ -517,10 +524,7 @@ static void passRecursionInputsAsBuffers(ModuleOp module) {
           if (use.getOwner() == tensor)
             return false;
           auto call = dyn_cast<func::CallOp>(use.getOwner());
-          return !call ||
-                 llvm::none_of(members, [&](func::FuncOp member) {
-                   return member.getSymName() == call.getCallee();
-                 });
+          return !call || !readOnlyPositionsOf(call, candidates);
         });
       }
       function.setType(FunctionType::get(function.getContext(), inputs,

@@ -1261,10 +1261,6 @@ TAPE_SLOT_PROGRAMS = [
     scf.yield %u, %m : f64, index
   }
   return %r#0 : f64
-}
-func.func @drv(%x: f64, %a: tensor<6xf64>, %k: index) -> (f64, tensor<6xf64>) {
-  %g:2 = ad.grad @wt(%x, %a, %k) : (f64, tensor<6xf64>, index) -> (f64, tensor<6xf64>)
-  return %g#0, %g#1 : f64, tensor<6xf64>
 }""", "wt", [0.1, [0.9, 1.1, 0.8, 0.7, 1.2, 0.6], 1], [0, 1]),
     ("""func.func @ww(%x: f64, %a: tensor<8xf64>, %k: index) -> f64 {
   %c0 = arith.constant 0 : index
@@ -1295,10 +1291,6 @@ func.func @drv(%x: f64, %a: tensor<6xf64>, %k: index) -> (f64, tensor<6xf64>) {
     scf.yield %u, %m : f64, index
   }
   return %r#0 : f64
-}
-func.func @drv(%x: f64, %a: tensor<8xf64>, %k: index) -> (f64, tensor<8xf64>) {
-  %g:2 = ad.grad @ww(%x, %a, %k) : (f64, tensor<8xf64>, index) -> (f64, tensor<8xf64>)
-  return %g#0, %g#1 : f64, tensor<8xf64>
 }""", "ww", [0.3, [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0], 1], [0, 1]),
     ("""func.func @pw(%x: f64, %j0: i8, %k: index) -> f64 {
   %c0 = arith.constant 0 : index
@@ -1322,10 +1314,6 @@ func.func @drv(%x: f64, %a: tensor<8xf64>, %k: index) -> (f64, tensor<8xf64>) {
     scf.yield %u, %m, %jj : f64, index, i8
   }
   return %r#0 : f64
-}
-func.func @drv(%x: f64, %j: i8, %k: index) -> f64 {
-  %g = ad.grad @pw(%x, %j, %k) : (f64, i8, index) -> f64
-  return %g : f64
 }""", "pw", [1.01, -2, 2], [0]),
     ("""func.func @rq(%x: f64, %j0: i8, %n: index) -> f64 {
   %c0 = arith.constant 0 : index
