@@ -18,6 +18,7 @@
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/IRMapping.h"
@@ -125,14 +126,139 @@ static Value combinedValueOf(linalg::GenericOp generic, unsigned index) {
                        generic.getRegionOutputArgs()[index]);
 }
 
+/// Whether every evaluation of `value`, computed in `body`, gives the same
+/// bits: it is built from the body's arguments and values from outside by
+/// correctly rounded or exact operations only. A math function (exp, atan,
+/// ...) may not be: its scalar and vector implementations (libm, libmvec)
+/// can differ in the last bit, so the adjoint's recomputation in another
+/// loop need not equal what the forward loop compared; so may an operation
+/// with fast-math flags.
+static bool isReproducible(Value value, Block &body) {
+  SmallVector<Value> worklist = {value};
+  llvm::SmallPtrSet<Operation *, 16> seen;
+  while (!worklist.empty()) {
+    Operation *def = worklist.pop_back_val().getDefiningOp();
+    if (!def || def->getBlock() != &body || !seen.insert(def).second)
+      continue;
+    bool exact =
+        isa<arith::ArithDialect>(def->getDialect()) ||
+        isa<math::SqrtOp, math::AbsFOp, math::CopySignOp, math::FloorOp,
+            math::CeilOp, math::RoundOp, math::RoundEvenOp, math::TruncOp,
+            math::FmaOp, linalg::IndexOp>(def);
+    // Fast-math flags allow contraction and reassociation, which one loop
+    // may do and another not.
+    if (auto flags = dyn_cast<arith::ArithFastMathInterface>(def))
+      exact = exact && flags.getFastMathFlagsAttr().getValue() ==
+                           arith::FastMathFlags::none;
+    if (!exact)
+      return false;
+    llvm::append_range(worklist, def->getOperands());
+  }
+  return true;
+}
+
+/// The value output `index` of `generic` combines at every iteration,
+/// computed once into a tensor over the whole iteration space (identity
+/// map), so that every adjoint pass compares the same bits. Null (after a
+/// diagnostic) when a loop's size is not a dimension of an input or of the
+/// output.
+static Value materializeContributions(OpBuilder &b, Location loc,
+                                      linalg::GenericOp generic, unsigned index,
+                                      ArrayRef<Value> inputs, Value initPrimal,
+                                      const llvm::SetVector<Value> &captured,
+                                      ArrayRef<Value> capturedPrimals) {
+  unsigned numLoops = generic.getNumLoops();
+  unsigned numInputs = generic.getNumDpsInputs();
+  SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
+  SmallVector<std::pair<Value, AffineMap>> shaped;
+  for (auto [k, input] : llvm::enumerate(inputs))
+    shaped.push_back({input, maps[k]});
+  shaped.push_back({initPrimal, maps[numInputs + index]});
+  SmallVector<OpFoldResult> sizes(numLoops);
+  for (unsigned dim = 0; dim < numLoops; ++dim) {
+    for (auto [value, map] : shaped) {
+      auto type = dyn_cast<RankedTensorType>(value.getType());
+      if (!type)
+        continue;
+      std::optional<unsigned> position =
+          map.getResultPosition(getAffineDimExpr(dim, b.getContext()));
+      if (!position)
+        continue;
+      sizes[dim] = tensor::getMixedSize(b, loc, value, *position);
+      break;
+    }
+    if (!sizes[dim]) {
+      generic.emitError("cannot differentiate this max/min reduction: it "
+                        "compares values computed by math functions, and "
+                        "loop ")
+          << dim << " is not a dimension of any operand";
+      return Value();
+    }
+  }
+  Value combined = combinedValueOf(generic, index);
+  Value empty = tensor::EmptyOp::create(b, loc, sizes, combined.getType());
+  SmallVector<AffineMap> mappedMaps(maps.begin(), maps.begin() + numInputs);
+  mappedMaps.push_back(AffineMap::getMultiDimIdentityMap(numLoops,
+                                                         b.getContext()));
+  auto mapped = linalg::GenericOp::create(
+      b, loc, TypeRange{empty.getType()}, inputs, ValueRange{empty},
+      mappedMaps,
+      SmallVector<utils::IteratorType>(numLoops,
+                                       utils::IteratorType::parallel),
+      [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+        IRMapping mapping;
+        recomputeBody(nested, nestedLoc, generic,
+                      args.take_front(inputs.size()), captured,
+                      capturedPrimals, mapping);
+        linalg::YieldOp::create(nested, nestedLoc, mapping.lookup(combined));
+      });
+  return mapped.getResult(0);
+}
+
+/// Output `index` of `generic` selected again (max or min) from the
+/// materialized contributions `mapped` and the init: the result every
+/// adjoint pass compares `mapped` with.
+static Value reselect(OpBuilder &b, Location loc, linalg::GenericOp generic,
+                      unsigned index, Value mapped, Value initPrimal) {
+  unsigned numLoops = generic.getNumLoops();
+  Operation *combine =
+      generic.getBody()->getTerminator()->getOperand(index).getDefiningOp();
+  BlockArgument output = generic.getRegionOutputArgs()[index];
+  Value combined = combinedValue(combine, output);
+  AffineMap outputMap =
+      generic.getIndexingMapsArray()[generic.getNumDpsInputs() + index];
+  auto selected = linalg::GenericOp::create(
+      b, loc, TypeRange{initPrimal.getType()}, ValueRange{mapped},
+      ValueRange{initPrimal},
+      {AffineMap::getMultiDimIdentityMap(numLoops, b.getContext()), outputMap},
+      generic.getIteratorTypesArray(),
+      [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+        IRMapping mapping;
+        mapping.map(combined, args[0]);
+        mapping.map(output, args[1]);
+        Operation *clone = nested.clone(*combine, mapping);
+        linalg::YieldOp::create(nested, nestedLoc, clone->getResult(0));
+      });
+  return selected.getResult(0);
+}
+
 /// For selected output `index` of `generic`: how many iterations computed a
-/// value equal to the result (ties share the cotangent).
+/// value equal to the result (ties share the cotangent). `mapped`, when
+/// set, holds those values (materializeContributions); otherwise the body
+/// is recomputed.
 static Value countWinners(OpBuilder &b, Location loc, linalg::GenericOp generic,
                           unsigned index, ArrayRef<Value> inputs, Value result,
-                          const llvm::SetVector<Value> &captured,
+                          Value mapped, const llvm::SetVector<Value> &captured,
                           ArrayRef<Value> capturedPrimals) {
   SmallVector<AffineMap> maps = outputPassMaps(generic, index);
   SmallVector<Value> countInputs(inputs);
+  if (mapped) {
+    countInputs.assign({mapped});
+    maps.erase(maps.begin(), maps.begin() + inputs.size());
+    maps.insert(maps.begin(), AffineMap::getMultiDimIdentityMap(
+                                  generic.getNumLoops(), b.getContext()));
+  }
+  unsigned numRead = countInputs.size();
   countInputs.push_back(result);
   Value zeros = createZerosLike(b, loc, result.getType(), result);
   Value combined = combinedValueOf(generic, index);
@@ -140,14 +266,17 @@ static Value countWinners(OpBuilder &b, Location loc, linalg::GenericOp generic,
       b, loc, TypeRange{result.getType()}, countInputs, ValueRange{zeros}, maps,
       generic.getIteratorTypesArray(),
       [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
-        IRMapping mapping;
-        recomputeBody(nested, nestedLoc, generic, args.take_front(inputs.size()),
-                      captured, capturedPrimals, mapping);
+        Value contribution = args[0];
+        if (!mapped) {
+          IRMapping mapping;
+          recomputeBody(nested, nestedLoc, generic, args.take_front(numRead),
+                        captured, capturedPrimals, mapping);
+          contribution = mapping.lookup(combined);
+        }
         Type element = args.back().getType();
         Value won = arith::CmpFOp::create(nested, nestedLoc,
                                           arith::CmpFPredicate::OEQ,
-                                          mapping.lookup(combined),
-                                          args[inputs.size()]);
+                                          contribution, args[numRead]);
         Value one = arith::ConstantOp::create(
             nested, nestedLoc, nested.getFloatAttr(element, 1.0));
         Value zero = arith::ConstantOp::create(
@@ -241,18 +370,33 @@ struct GenericRule
       }
       Value primal = emitter.getPrimal(result);
       Value initPrimal = emitter.getPrimal(init);
+      // Compared values that a recomputation might not reproduce bit for
+      // bit are computed once, and the result selected again from them:
+      // otherwise no value, or two in different passes, could equal the
+      // result (a division by zero ties, an infinite gradient).
+      Value mapped;
+      if (!isReproducible(combinedValueOf(generic, index), body)) {
+        mapped = materializeContributions(b, loc, generic, index, inputs,
+                                          initPrimal, captured,
+                                          capturedPrimals);
+        if (!mapped)
+          return failure();
+        primal = reselect(b, loc, generic, index, mapped, initPrimal);
+      }
       Value initWon = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
                                             initPrimal, primal);
       Value ones = createFilledLike(b, loc, primal, 1.0);
       Value zeros = createZerosLike(b, loc, primal.getType(), primal);
       Value ties = arith::AddFOp::create(
           b, loc,
-          countWinners(b, loc, generic, index, inputs, primal, captured,
-                       capturedPrimals),
+          countWinners(b, loc, generic, index, inputs, primal, mapped,
+                       captured, capturedPrimals),
           arith::SelectOp::create(b, loc, initWon, ones, zeros));
       Value share = arith::DivFOp::create(b, loc, cotangent, ties);
       resultCotangents.push_back(share);
       extras[index] = {primal};
+      if (mapped)
+        extras[index].push_back(mapped);
       if (emitter.isActive(init))
         emitter.addCotangent(
             init, arith::SelectOp::create(b, loc, initWon, share, zeros));
@@ -269,9 +413,13 @@ struct GenericRule
     SmallVector<unsigned> extraOffsets;
     for (auto [j, values] : llvm::enumerate(extras)) {
       extraOffsets.push_back(adjointInputs.size());
-      for (Value value : values) {
+      // The result, through the output's map; the materialized
+      // contributions, through the identity.
+      for (auto [position, value] : llvm::enumerate(values)) {
         adjointInputs.push_back(value);
-        sharedMaps.push_back(maps[numInputs + j]);
+        sharedMaps.push_back(position == 0 ? maps[numInputs + j]
+                                           : AffineMap::getMultiDimIdentityMap(
+                                                 numLoops, context));
       }
     }
     // The adjoint generic accumulating the cotangent of `wrt` into `acc`.
@@ -289,7 +437,7 @@ struct GenericRule
           [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
             bodyFailed = failed(buildAdjointBody(
                 nested, nestedLoc, generic, body, wrt, *combiners,
-                extraOffsets, args, captured, capturedPrimals));
+                extraOffsets, extras, args, captured, capturedPrimals));
           });
       if (bodyFailed)
         return failure();
@@ -374,6 +522,7 @@ struct GenericRule
                                         Value wrt,
                                         ArrayRef<Combiner> combiners,
                                         ArrayRef<unsigned> extraOffsets,
+                                        ArrayRef<SmallVector<Value>> extras,
                                         ValueRange args,
                                         const llvm::SetVector<Value> &captured,
                                         ArrayRef<Value> capturedPrimals) {
@@ -397,9 +546,13 @@ struct GenericRule
       Value combined = combinedValue(yielded.getDefiningOp(),
                                      generic.getRegionOutputArgs()[j]);
       if (combiners[j] == Combiner::Select) {
-        Value won = arith::CmpFOp::create(
-            b, loc, arith::CmpFPredicate::OEQ, mapping.lookup(combined),
-            args[extraOffsets[j]]);
+        // The materialized contribution when there is one (it is what the
+        // result was selected from), else the recomputed one.
+        Value contribution = extras[j].size() > 1
+                                 ? args[extraOffsets[j] + 1]
+                                 : mapping.lookup(combined);
+        Value won = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                          contribution, args[extraOffsets[j]]);
         Value zero = arith::ConstantOp::create(
             b, loc, cast<TypedAttr>(b.getZeroAttr(cotangent.getType())));
         cotangent = arith::SelectOp::create(b, loc, won, cotangent, zero);

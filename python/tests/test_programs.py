@@ -1353,3 +1353,109 @@ def test_tape_slot_merging_regressions(index):
     assert_grads_close(mlir_ad.grad(f, wrt=wrt)(*args),
                        numerical_grad(f, args, wrt, eps=1e-7), rtol=1e-5,
                        atol=1e-8)
+
+
+# A max reduction over values computed by math functions (atan here): the
+# pullback once recomputed them in each of its passes and compared them
+# with the result the forward loop had selected. Scalar and vector atan
+# (libm, libmvec) may differ in the last bit, so one pass could find no
+# winner and another one: the gradient was -inf (gradient fuzzer, seed 47,
+# program 138, reduced). The forward computes the reduction fused with the
+# select that produces its input.
+MAX_OF_MATH_VALUES = """
+func.func @f(%x0: f64, %x1: f64) -> f64 {
+  %s = math.sin %x0 : f64
+  %e4 = tensor.empty() : tensor<4xf64>
+  %w = linalg.generic {indexing_maps = [affine_map<(d0) -> ()>, affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%s, %x0 : f64, f64) outs(%e4 : tensor<4xf64>) {
+  ^bb0(%a: f64, %b: f64, %o: f64):
+    %i = linalg.index 0 : index
+    %ii = arith.index_cast %i : index to i64
+    %fi = arith.sitofp %ii : i64 to f64
+    %c13 = arith.constant 1.3 : f64
+    %q = arith.mulf %fi, %c13 : f64
+    %c025 = arith.constant 0.25 : f64
+    %p = arith.addf %c025, %q : f64
+    %sn = math.sin %p : f64
+    %cs = math.cos %p : f64
+    %u = arith.mulf %a, %sn : f64
+    %v = arith.mulf %b, %cs : f64
+    %uv = arith.addf %u, %v : f64
+    %er = math.erf %uv : f64
+    linalg.yield %er : f64
+  } -> tensor<4xf64>
+  %sp = tensor.splat %x0 : tensor<2xf64>
+  %cc = tensor.concat dim(0) %sp, %w : (tensor<2xf64>, tensor<4xf64>) -> tensor<6xf64>
+  %e6 = tensor.empty() : tensor<6xf64>
+  %rd = linalg.round ins(%cc : tensor<6xf64>) outs(%e6 : tensor<6xf64>) -> tensor<6xf64>
+  %ss = tensor.splat %s : tensor<6xf64>
+  %k = arith.constant dense<[-0.5, 0.2, -0.2, 0.5, 0.1, -0.3]> : tensor<6xf64>
+  %sk = arith.addf %ss, %k : tensor<6xf64>
+  %le = arith.cmpf ole, %rd, %sk : tensor<6xf64>
+  %e6b = tensor.empty() : tensor<6xf64>
+  %sel = linalg.select ins(%le, %rd, %sk : tensor<6xi1>, tensor<6xf64>, tensor<6xf64>) outs(%e6b : tensor<6xf64>) -> tensor<6xf64>
+  %init = tensor.from_elements %x1 : tensor<f64>
+  %m = linalg.reduce ins(%sel : tensor<6xf64>) outs(%init : tensor<f64>) dimensions = [0]
+    (%a: f64, %acc: f64) {
+      %sq = arith.mulf %a, %a : f64
+      %h = arith.constant 0.5 : f64
+      %t1 = arith.addf %sq, %h : f64
+      %r1 = math.sqrt %t1 : f64
+      %at = math.atan %r1 : f64
+      %a2 = arith.mulf %at, %at : f64
+      %t2 = arith.addf %a2, %h : f64
+      %r2 = math.sqrt %t2 : f64
+      %mx = arith.maximumf %r2, %acc : f64
+      linalg.yield %mx : f64
+    }
+  %r = tensor.extract %m[] : tensor<f64>
+  return %r : f64
+}
+
+// The sum over rows of each row's largest atan(sqrt(x^2 + 1/2)).
+func.func @rows(%x: tensor<?x?xf64>) -> f64 {
+  %c0 = arith.constant 0 : index
+  %half = arith.constant 0.5 : f64
+  %zero = arith.constant 0.0 : f64
+  %ninf = arith.constant 0xFFF0000000000000 : f64
+  %n = tensor.dim %x, %c0 : tensor<?x?xf64>
+  %e = tensor.empty(%n) : tensor<?xf64>
+  %init = linalg.fill ins(%ninf : f64) outs(%e : tensor<?xf64>) -> tensor<?xf64>
+  %m = linalg.reduce ins(%x : tensor<?x?xf64>) outs(%init : tensor<?xf64>) dimensions = [1]
+    (%a: f64, %acc: f64) {
+      %sq = arith.mulf %a, %a : f64
+      %s = arith.addf %sq, %half : f64
+      %r = math.sqrt %s : f64
+      %t = math.atan %r : f64
+      %mx = arith.maximumf %t, %acc : f64
+      linalg.yield %mx : f64
+    }
+  %se = tensor.empty() : tensor<f64>
+  %s0 = linalg.fill ins(%zero : f64) outs(%se : tensor<f64>) -> tensor<f64>
+  %sum = linalg.reduce ins(%m : tensor<?xf64>) outs(%s0 : tensor<f64>) dimensions = [0]
+    (%v: f64, %acc: f64) {
+      %p = arith.addf %v, %acc : f64
+      linalg.yield %p : f64
+    }
+  %r = tensor.extract %sum[] : tensor<f64>
+  return %r : f64
+}
+"""
+
+
+def test_max_of_values_computed_by_math_functions(rng):
+    m = compile_one(MAX_OF_MATH_VALUES)
+    args = [0.04655065537862083, 0.3423592353719553]
+    got = mlir_ad.grad(m.f, wrt=[0, 1])(*args)
+    assert np.all(np.isfinite(got))
+    assert_grads_close(got, numerical_grad(m.f, args, [0, 1], eps=1e-7),
+                       rtol=1e-6, atol=1e-9)
+    # Rows of random values: the gradient is the derivative at each row's
+    # largest value and zero elsewhere.
+    x = rng.uniform(-2, 2, (300, 9))
+    g = mlir_ad.grad(m.rows, wrt=0)(x)
+    j = np.argmax(np.arctan(np.sqrt(x * x + 0.5)), axis=1)
+    i = np.arange(x.shape[0])
+    r = np.sqrt(x[i, j] ** 2 + 0.5)
+    want = np.zeros_like(x)
+    want[i, j] = x[i, j] / (r * (1 + r * r))
+    np.testing.assert_allclose(g, want, rtol=1e-12, atol=0)

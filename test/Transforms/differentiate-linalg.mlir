@@ -120,6 +120,54 @@ func.func @caller(%a: tensor<8xf64>) -> tensor<8xf64> {
 
 // -----
 
+// The values a max reduction compares are computed by a math function
+// (atan), whose scalar and vector implementations may differ in the last
+// bit: the pullback computes them once into a tensor over the iteration
+// space, selects the result again from them, and every pass compares those
+// (recomputing them in each pass could find no winner in one pass and one
+// in the other: an infinite gradient).
+// CHECK-LABEL: func.func private @maxatan_ad_pb_0
+// CHECK-SAME: (%[[A:[^:]*]]: tensor<3x5xf64>, %[[INIT:[^:]*]]: tensor<3xf64>,
+// CHECK: %[[MAPPED:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]} ins(%[[A]] : tensor<3x5xf64>) outs(%{{.*}} : tensor<3x5xf64>)
+// CHECK: math.atan
+// CHECK: %[[MAX:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[MAPPED]] : tensor<3x5xf64>) outs(%[[INIT]] : tensor<3xf64>)
+// CHECK-NEXT: ^bb0(%[[V:.*]]: f64, %[[ACC:.*]]: f64):
+// CHECK-NEXT: arith.maximumf %[[V]], %[[ACC]]
+// CHECK: arith.cmpf oeq, %[[INIT]], %[[MAX]]
+// CHECK: linalg.generic {{.*}} ins(%[[MAPPED]], %[[MAX]] : tensor<3x5xf64>, tensor<3xf64>)
+// CHECK-NOT: math.atan
+// CHECK: arith.divf
+// CHECK: linalg.generic {{.*}} ins(%[[A]], %{{.*}}, %[[MAX]], %[[MAPPED]] : tensor<3x5xf64>, tensor<3xf64>, tensor<3xf64>, tensor<3x5xf64>)
+// CHECK-NEXT: ^bb0(%{{[^:]*}}: f64, %{{[^:]*}}: f64, %[[M:[^:]*]]: f64, %[[V2:[^:]*]]: f64, %{{[^:]*}}: f64):
+// CHECK-NEXT: arith.cmpf oeq, %[[V2]], %[[M]]
+// CHECK-NOT: math.atan
+// CHECK: return
+func.func @maxatan(%a: tensor<3x5xf64>, %init: tensor<3xf64>) -> f64 {
+  %r = linalg.reduce ins(%a : tensor<3x5xf64>) outs(%init : tensor<3xf64>) dimensions = [1]
+    (%in: f64, %acc: f64) {
+      %t = math.atan %in : f64
+      %m = arith.maximumf %t, %acc : f64
+      linalg.yield %m : f64
+    }
+  %zero = arith.constant 0.0 : f64
+  %e = tensor.empty() : tensor<f64>
+  %z = linalg.fill ins(%zero : f64) outs(%e : tensor<f64>) -> tensor<f64>
+  %s = linalg.reduce ins(%r : tensor<3xf64>) outs(%z : tensor<f64>) dimensions = [0]
+    (%in: f64, %acc: f64) {
+      %p = arith.addf %in, %acc : f64
+      linalg.yield %p : f64
+    }
+  %v = tensor.extract %s[] : tensor<f64>
+  return %v : f64
+}
+
+func.func @caller2(%a: tensor<3x5xf64>, %init: tensor<3xf64>) -> tensor<3x5xf64> {
+  %g = ad.grad @maxatan(%a, %init) {wrt = array<i64: 0>} : (tensor<3x5xf64>, tensor<3xf64>) -> tensor<3x5xf64>
+  return %g : tensor<3x5xf64>
+}
+
+// -----
+
 // trace(A B): the pullback is two scaled transposes (the trace's diagonal
 // cotangent is fused into the matmul adjoints, which lose their reduction),
 // and the tape holds A and B but not the product.
