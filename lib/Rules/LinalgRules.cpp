@@ -148,8 +148,8 @@ static bool isReproducible(Value value, Block &body) {
     // Fast-math flags allow contraction and reassociation, which one loop
     // may do and another not.
     if (auto flags = dyn_cast<arith::ArithFastMathInterface>(def))
-      exact = exact && flags.getFastMathFlagsAttr().getValue() ==
-                           arith::FastMathFlags::none;
+      if (arith::FastMathFlagsAttr attr = flags.getFastMathFlagsAttr())
+        exact = exact && attr.getValue() == arith::FastMathFlags::none;
     if (!exact)
       return false;
     llvm::append_range(worklist, def->getOperands());

@@ -528,6 +528,13 @@ RuntimeState::lowerAndJit(ModuleOp module, StringRef entryName,
   // for a pipeline of the embedder's that runs ad-vector-math).
   static const bool haveLibmvec =
       !llvm::sys::DynamicLibrary::LoadLibraryPermanently("libmvec.so.1");
+  // MLIR_AD_PRINT_IR=1 prints the module each compilation lowers (the
+  // user's functions with the runtime's shape checks and the entry point)
+  // to stderr: `ad-opt --ad-lower-to-llvm` on it reproduces the compiled
+  // code.
+  if (const char *print = std::getenv("MLIR_AD_PRINT_IR");
+      print && *print && StringRef(print) != "0")
+    module->print(llvm::errs());
   PassManager pm(&context, ModuleOp::getOperationName());
   if (options.buildPipeline) {
     options.buildPipeline(pm);

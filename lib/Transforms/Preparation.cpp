@@ -13,6 +13,7 @@
 #include "mlir/Conversion/ControlFlowToSCF/ControlFlowToSCF.h"
 #include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Dominance.h"
@@ -317,6 +318,90 @@ static bool keepsBuffers(func::FuncOp function, DerivativeGenerator &generator,
       .wasInterrupted();
 }
 
+/// Whether `op` is a scalar op that isCheapToRecompute accepts, or one
+/// of the ops a cheap body may hold.
+static bool isCheapScalarOp(Operation *op) {
+  if (isa<linalg::IndexOp, linalg::YieldOp, tensor::YieldOp>(op))
+    return true;
+  if (!isa<arith::ArithDialect>(op->getDialect()) || !isPure(op) ||
+      op->getNumRegions() != 0)
+    return false;
+  return !isa<arith::DivFOp, arith::RemFOp, arith::DivSIOp, arith::DivUIOp,
+              arith::RemSIOp, arith::RemUIOp, arith::CeilDivSIOp,
+              arith::CeilDivUIOp, arith::FloorDivSIOp>(op);
+}
+
+/// Most ops in the body of a generic computed again.
+constexpr unsigned kMaxCheapBodyOps = 8;
+
+bool mlir::ad::isCheapToRecompute(Operation *op) {
+  if (isa<tensor::EmptyOp, tensor::DimOp, tensor::ExtractSliceOp,
+          linalg::FillOp>(op))
+    return true;
+  if (auto pad = dyn_cast<tensor::PadOp>(op)) {
+    Block &body = pad.getRegion().front();
+    return llvm::hasSingleElement(body) &&
+           !pad.getRegion().isAncestor(
+               body.getTerminator()->getOperand(0).getParentRegion());
+  }
+  if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
+    Block &body = *generic.getBody();
+    return generic.hasPureTensorSemantics() &&
+           llvm::all_of(generic.getIteratorTypesArray(),
+                        [](utils::IteratorType type) {
+                          return type == utils::IteratorType::parallel;
+                        }) &&
+           llvm::all_of(generic.getIndexingMapsArray(),
+                        [](AffineMap map) {
+                          return map.isProjectedPermutation();
+                        }) &&
+           std::distance(body.begin(), body.end()) <= kMaxCheapBodyOps + 1 &&
+           llvm::all_of(body, [](Operation &inner) {
+             return isCheapScalarOp(&inner);
+           });
+  }
+  return !isa<linalg::IndexOp, linalg::YieldOp, tensor::YieldOp>(op) &&
+         isCheapScalarOp(op);
+}
+
+/// Most ops computing floats or tensors in a function whose calls in loops
+/// are inlined because all its ops are cheap.
+constexpr unsigned kMaxInlinedCheapOps = 32;
+
+/// Whether `op` checks or computes sizes and indices only: an assertion, a
+/// pure op of integer results, or an scf.if of integer results made of
+/// such ops (the JIT runtime's shape checks).
+static bool isIndexArithmeticOrCheck(Operation &op) {
+  if (isa<cf::AssertOp>(op))
+    return true;
+  if (!llvm::all_of(op.getResultTypes(),
+                    llvm::IsaPred<IntegerType, IndexType>))
+    return false;
+  if (op.getNumRegions() == 0)
+    return isPure(&op);
+  if (!isa<scf::IfOp>(op))
+    return false;
+  for (Region &region : op.getRegions())
+    for (Block &block : region)
+      for (Operation &inner : block.without_terminator())
+        if (!isIndexArithmeticOrCheck(inner))
+          return false;
+  return true;
+}
+
+/// Whether `callee` is a short function of cheap ops only (with any
+/// integer arithmetic and assertions around them).
+static bool isShortAndCheap(func::FuncOp callee) {
+  unsigned computing = 0;
+  for (Operation &op : callee.getBody().front().without_terminator()) {
+    if (isIndexArithmeticOrCheck(op))
+      continue;
+    if (!isCheapToRecompute(&op) || ++computing > kMaxInlinedCheapOps)
+      return false;
+  }
+  return true;
+}
+
 LogicalResult
 mlir::ad::inlineLoopCallsWithLoops(func::FuncOp function,
                                    DerivativeGenerator &generator) {
@@ -343,8 +428,13 @@ mlir::ad::inlineLoopCallsWithLoops(func::FuncOp function,
       if (!callee || callee.isExternal() ||
           generator.getCustomRules().getVjp(callee) ||
           generator.inSameRecursion(callee, callee) ||
-          !callee.getBody().hasOneBlock() ||
-          !keepsBuffers(callee, generator, seen))
+          !callee.getBody().hasOneBlock())
+        continue;
+      bool inFor = call->getParentOfType<scf::ForOp>() &&
+                   function->isProperAncestor(
+                       call->getParentOfType<scf::ForOp>());
+      if (!keepsBuffers(callee, generator, seen) &&
+          !(inFor && isShortAndCheap(callee)))
         continue;
       if (failed(inlineCall(interface, config.getCloneCallback(), call,
                             callee, &callee.getBody())))

@@ -11,6 +11,10 @@
 
 #include "ForwardSweep.h"
 
+#include "ad/Transforms/Preparation.h"
+
+#include "mlir/Transforms/RegionUtils.h"
+
 namespace mlir::ad::sweeps {
 
 /// One iteration of a reverse loop being emitted.
@@ -23,6 +27,12 @@ struct ReverseLoopScope {
   DenseMap<Value, Value> loaded;
   /// Primal values rebuilt for this iteration (induction variables).
   SmallVector<Value> mappedPrimals;
+  /// Whether this is an iteration of an scf.for (not a row of a while loop
+  /// or a recursion).
+  bool forLoop = false;
+  /// Values of the original body computed again in this iteration
+  /// (recomputeCheapTensor).
+  DenseMap<Value, Value> recomputed;
 };
 
 /// The reverse sweep over one function. Tape arguments are inserted at the
@@ -63,6 +73,8 @@ public:
       return recomputed;
     if (Value element = rereadElement(original))
       return element;
+    if (Value recomputed = recomputeCheapTensor(original))
+      return recomputed;
     return materialize(forward.lookup(original));
   }
   SmallVector<Value> getResiduals(Operation *original) override {
@@ -128,6 +140,7 @@ public:
     ReverseLoopScope scope;
     scope.originalBody = originalBody;
     scope.linearIndex = linear;
+    scope.forLoop = true;
     loops.push_back(std::move(scope));
   }
 
@@ -251,6 +264,103 @@ private:
       return true;
     };
     return collect(original) && readsInductionVariable;
+  }
+
+  /// At most this many ops are computed again for one tensor.
+  static constexpr unsigned kMaxRecomputedTensorOps = 32;
+
+  /// `original`, a tensor computed in an iteration of the innermost scf.for
+  /// being reversed by cheap ops (isCheapToRecompute: elementwise generics
+  /// of a few additions and multiplications, pads, slices) from at most one
+  /// tensor the loop carries, its induction variable and values defined
+  /// before the loop, computed again at the start of the reverse iteration
+  /// instead of being kept per iteration: the tape keeps the carried tensor
+  /// once instead of every value computed from it (the four stages of an
+  /// RK4 step). Null for any other value.
+  Value recomputeCheapTensor(Value original) {
+    if (loops.empty() || !loops.back().forLoop ||
+        !isa<RankedTensorType>(original.getType()))
+      return Value();
+    ReverseLoopScope &loop = loops.back();
+    if (Value done = loop.recomputed.lookup(original))
+      return done;
+    Operation *def = original.getDefiningOp();
+    if (!def || def->getBlock() != loop.originalBody)
+      return Value();
+    // The ops to clone, each after those of its operands, and the values
+    // they read that are not computed again.
+    SmallVector<Operation *> ops;
+    llvm::SetVector<Value> leaves;
+    llvm::SmallPtrSet<Operation *, 16> visited;
+    llvm::SmallPtrSet<Value, 2> carriedTensors;
+    std::function<bool(Value)> collect = [&](Value value) {
+      if (loop.recomputed.contains(value) ||
+          value.getParentBlock() != loop.originalBody) {
+        leaves.insert(value);
+        return true;
+      }
+      if (isa<BlockArgument>(value)) {
+        if (isa<RankedTensorType>(value.getType())) {
+          carriedTensors.insert(value);
+          if (carriedTensors.size() > 1)
+            return false;
+        }
+        leaves.insert(value);
+        return true;
+      }
+      Operation *op = value.getDefiningOp();
+      if (!visited.insert(op).second)
+        return true;
+      if (!isCheapToRecompute(op) || visited.size() > kMaxRecomputedTensorOps)
+        return false;
+      // Values of the op's regions read from outside are operands too (a
+      // generic's body reading a scalar of the iteration).
+      llvm::SetVector<Value> captured;
+      for (Region &region : op->getRegions())
+        getUsedValuesDefinedAbove(region, captured);
+      if (!llvm::all_of(op->getOperands(), collect) ||
+          !llvm::all_of(captured, collect))
+        return false;
+      ops.push_back(op);
+      return true;
+    };
+    if (!collect(original))
+      return Value();
+    // At the start of the reverse iteration, after everything it reads
+    // (as rebuildSlice).
+    OpBuilder at(original.getContext());
+    at.setInsertionPointAfterValue(loop.linearIndex);
+    Region *iteration = at.getInsertionBlock()->getParent();
+    IRMapping mapping;
+    for (Value leaf : leaves) {
+      Value available = loop.recomputed.lookup(leaf);
+      if (!available) {
+        // A leaf the tape cannot keep (a tensor whose size may change from
+        // one iteration to the next) is no error: the value is kept instead.
+        bool wasQuiet = std::exchange(quietFailures, true);
+        available = getPrimal(leaf);
+        quietFailures = wasQuiet;
+      }
+      if (!available)
+        return Value();
+      Block *home = available.getParentBlock();
+      if (home != at.getInsertionBlock() &&
+          !home->getParent()->isProperAncestor(iteration))
+        return Value();
+      Operation *availableDef = available.getDefiningOp();
+      if (availableDef && availableDef->getBlock() == at.getInsertionBlock() &&
+          (at.getInsertionPoint() == at.getInsertionBlock()->end() ||
+           !availableDef->isBeforeInBlock(&*at.getInsertionPoint())))
+        at.setInsertionPointAfter(availableDef);
+      mapping.map(leaf, available);
+    }
+    for (Operation *op : ops) {
+      Operation *copy = at.clone(*op, mapping);
+      for (auto [result, recomputed] :
+           llvm::zip(op->getResults(), copy->getResults()))
+        loop.recomputed[result] = recomputed;
+    }
+    return mapping.lookup(original);
   }
 
   /// `original`, an element of a tensor the pullback has without a tape
@@ -394,6 +504,8 @@ private:
   /// Reports a value the adjoint needs but `storage` (if known) cannot
   /// keep, and returns a placeholder so that the rule can finish.
   Value failMaterialization(Value value, const TapeStorage *storage) {
+    if (quietFailures)
+      return Value();
     if (!materializeFailed) {
       InFlightDiagnostic diagnostic =
           generator.emitError(currentOp, "cannot keep a value of type ")
@@ -437,6 +549,9 @@ private:
   /// The op whose residuals are being read, or null.
   Operation *residualsOf = nullptr;
   bool materializeFailed = false;
+  /// While set, a value the tape cannot keep makes materialize return null
+  /// instead of reporting an error (recomputeCheapTensor's attempts).
+  bool quietFailures = false;
 };
 
 } // namespace mlir::ad::sweeps

@@ -87,10 +87,9 @@ func.func @caller(%w: tensor<?xf64>, %n: index, %dy: tensor<?xf64>) -> tensor<?x
 // -----
 
 // A slice of an argument taken in each iteration is taken again in the
-// pullback from the argument: only its offset (an index) is kept per
-// iteration, not the slice.
+// pullback from the argument, at the offset the reverse iteration rebuilds
+// from its induction variable: nothing is kept per iteration.
 // CHECK-LABEL: func.func private @rows_ad_fwd_0
-// CHECK: memref.alloc(%{{.*}}) : memref<?xindex>
 // CHECK-NOT: memref.alloc
 // CHECK: return
 // CHECK-LABEL: func.func private @rows_ad_pb_0
@@ -158,4 +157,69 @@ func.func @caller(%w: tensor<?x?xf64>, %h: tensor<?xf64>, %n: index, %dy: tensor
   %y, %pb = ad.forward @rnn(%w, %h, %n) : (tensor<?x?xf64>, tensor<?xf64>, index) -> (tensor<?xf64>, !ad.pullback<(tensor<?xf64>) -> (tensor<?x?xf64>, tensor<?xf64>)>)
   %g:2 = ad.pullback %pb(%dy) : !ad.pullback<(tensor<?xf64>) -> (tensor<?x?xf64>, tensor<?xf64>)>
   return %g#0 : tensor<?x?xf64>
+}
+
+// -----
+
+// Values an iteration computes from the tensor the loop carries by cheap
+// elementwise ops (here t = y + k1 / 2 with k1 = x y, through calls of a
+// short function of such ops, which are inlined) are computed again in the
+// reverse iteration: the tape keeps y once per iteration, not y and t.
+// CHECK-LABEL: func.func private @stages_ad_fwd_0
+// CHECK: memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?xf64>
+// CHECK-NOT: memref.alloc
+// CHECK: scf.for {{.*}} iter_args(%[[Y:[^ ]*]] =
+// CHECK: bufferization.materialize_in_destination %[[Y]]
+// CHECK-NOT: bufferization.materialize_in_destination
+// CHECK-NOT: call
+// CHECK: return
+// CHECK-LABEL: func.func private @stages_ad_pb_0
+// CHECK-SAME: (%{{[^:]*}}: index, %[[X:[^:]*]]: tensor<?xf64>, %[[TAPE:[^:]*]]: memref<?x?xf64>
+// CHECK: scf.for
+// CHECK: %[[ROW:.*]] = memref.subview %[[TAPE]]
+// CHECK: %[[YI:.*]] = bufferization.to_tensor %[[ROW]]
+// CHECK: %[[K1:.*]] = linalg.generic {{.*}} ins(%[[X]], %[[YI]] : tensor<?xf64>, tensor<?xf64>)
+// CHECK: %[[T:.*]] = linalg.generic {{.*}} ins(%[[YI]], %[[K1]] : tensor<?xf64>, tensor<?xf64>)
+// CHECK: linalg.generic {{.*}} ins(%[[T]],
+// CHECK-NOT: call
+// CHECK: return
+func.func private @mul(%x: tensor<?xf64>, %y: tensor<?xf64>) -> tensor<?xf64> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?xf64>
+  %e = tensor.empty(%n) : tensor<?xf64>
+  %r = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+      ins(%x, %y : tensor<?xf64>, tensor<?xf64>) outs(%e : tensor<?xf64>) {
+  ^bb0(%a: f64, %b: f64, %o: f64):
+    %m = arith.mulf %a, %b : f64
+    linalg.yield %m : f64
+  } -> tensor<?xf64>
+  return %r : tensor<?xf64>
+}
+
+func.func @stages(%x: tensor<?xf64>, %y0: tensor<?xf64>, %n: index) -> tensor<?xf64> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %half = arith.constant 0.5 : f64
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%y = %y0) -> tensor<?xf64> {
+    %k1 = func.call @mul(%x, %y) : (tensor<?xf64>, tensor<?xf64>) -> tensor<?xf64>
+    %m = tensor.dim %y, %c0 : tensor<?xf64>
+    %e = tensor.empty(%m) : tensor<?xf64>
+    %t = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+        ins(%y, %k1 : tensor<?xf64>, tensor<?xf64>) outs(%e : tensor<?xf64>) {
+    ^bb0(%a: f64, %b: f64, %o: f64):
+      %hb = arith.mulf %half, %b : f64
+      %s = arith.addf %a, %hb : f64
+      linalg.yield %s : f64
+    } -> tensor<?xf64>
+    %k2 = func.call @mul(%x, %t) : (tensor<?xf64>, tensor<?xf64>) -> tensor<?xf64>
+    %next = arith.addf %y, %k2 : tensor<?xf64>
+    scf.yield %next : tensor<?xf64>
+  }
+  return %r : tensor<?xf64>
+}
+
+func.func @caller_stages(%x: tensor<?xf64>, %y0: tensor<?xf64>, %n: index, %dy: tensor<?xf64>) -> tensor<?xf64> {
+  %y, %pb = ad.forward @stages(%x, %y0, %n) : (tensor<?xf64>, tensor<?xf64>, index) -> (tensor<?xf64>, !ad.pullback<(tensor<?xf64>) -> (tensor<?xf64>, tensor<?xf64>)>)
+  %g:2 = ad.pullback %pb(%dy) : !ad.pullback<(tensor<?xf64>) -> (tensor<?xf64>, tensor<?xf64>)>
+  return %g#0 : tensor<?xf64>
 }

@@ -29,10 +29,21 @@ LogicalResult prepareForDifferentiation(func::FuncOp function);
 /// (anywhere in it, when it is recursive) to non-recursive functions that
 /// run loops or call recursive functions, themselves or through their
 /// callees: their tapes would hold buffers, which neither a loop iteration
-/// nor a row of a recursion's tape can keep. `generator` answers which
+/// nor a row of a recursion's tape can keep. Also the calls made inside
+/// scf.for loops to short functions of cheap ops only (isCheapToRecompute):
+/// the reverse sweep can then compute their values again from what the
+/// loop carries instead of keeping them. `generator` answers which
 /// functions are recursive.
 LogicalResult inlineLoopCallsWithLoops(func::FuncOp function,
                                        DerivativeGenerator &generator);
+
+/// Whether `op` is cheap to compute again: a pure scalar arith op (no
+/// division), or a tensor op that computes each element with a few such ops
+/// (an elementwise linalg.generic or linalg.fill), moves elements (a pad
+/// with a value from outside, a slice) or only describes a shape
+/// (tensor.empty, tensor.dim). The reverse sweep computes values built by
+/// such ops again instead of keeping them per iteration.
+bool isCheapToRecompute(Operation *op);
 
 /// Whether the reverse rule of `generic` cannot handle it and it must be
 /// differentiated as its loop nest: its body reads a tensor from outside (a
