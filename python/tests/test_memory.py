@@ -370,6 +370,42 @@ def test_no_leak_across_many_calls(m):
     assert _rss_bytes() - before < 16 * 2 ** 20
 
 
+def test_large_blocks_kept_between_calls(m):
+    # Blocks of 32 MB and more that compiled code frees are kept (up to
+    # 256 MB) for the next calls: results stay right with fresh inputs,
+    # in threads too, and memory stays bounded.
+    n = 5 * 2 ** 20  # 40 MB per buffer
+    grad = mlir_ad.grad(m.sum_sin)
+    before = None
+    for k in range(8):
+        x = np.full(n, 0.1 * k) + np.linspace(0, 1, n)
+        np.testing.assert_allclose(m.sines(x)[:: 2 ** 16],
+                                   np.sin(x)[:: 2 ** 16], rtol=1e-15)
+        (g,) = grad(x)
+        np.testing.assert_allclose(g[:: 2 ** 16], np.cos(x)[:: 2 ** 16],
+                                   rtol=1e-15)
+        del g
+        gc.collect()
+        if k == 1:
+            before = _rss_bytes()
+    assert _rss_bytes() - before < 300 * 2 ** 20
+    errors = []
+
+    def work(seed):
+        x = np.full(n // 2, float(seed))
+        for _ in range(3):
+            if not np.allclose(m.sines(x)[:: 2 ** 16],
+                               np.sin(x)[:: 2 ** 16], rtol=1e-15, atol=0):
+                errors.append(seed)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
 def test_concurrent_calls(m, rng):
     a = rng.standard_normal((30, 30))
     grad = mlir_ad.grad(m.weighted_sum)
