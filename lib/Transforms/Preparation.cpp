@@ -433,8 +433,11 @@ mlir::ad::inlineLoopCallsWithLoops(func::FuncOp function,
       bool inFor = call->getParentOfType<scf::ForOp>() &&
                    function->isProperAncestor(
                        call->getParentOfType<scf::ForOp>());
+      // A short cheap function is inlined only when no user-written rule
+      // (here, a forward-mode one) says how to differentiate it.
       if (!keepsBuffers(callee, generator, seen) &&
-          !(inFor && isShortAndCheap(callee)))
+          !(inFor && isShortAndCheap(callee) &&
+            !generator.getCustomRules().getJvp(callee)))
         continue;
       if (failed(inlineCall(interface, config.getCloneCallback(), call,
                             callee, &callee.getBody())))

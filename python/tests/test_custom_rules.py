@@ -344,3 +344,38 @@ def test_a_function_with_only_a_tangent_rule_in_a_reverse_loop():
     g = mlir_ad.grad(m.outer, wrt=0)(0.7, 3)
     fd = (m.outer(0.7 + 1e-6, 3) - m.outer(0.7 - 1e-6, 3)) / 2e-6
     assert g == pytest.approx(fd, rel=1e-7)
+
+
+def test_a_short_function_with_a_tangent_rule_in_a_loop_keeps_its_rule():
+    # Calls in loops of short functions of cheap ops are inlined before
+    # differentiation (the reverse sweep then computes their values again
+    # instead of keeping them), but not those of a function with a
+    # user-written rule: forward mode uses the rule (5 x, where the body
+    # says 2 x).
+    m = mlir_ad.compile("""
+    func.func private @sq(%x: tensor<3xf64>) -> tensor<3xf64> {
+      %y = arith.mulf %x, %x : tensor<3xf64>
+      return %y : tensor<3xf64>
+    }
+    func.func private @sq_tangent(%x: tensor<3xf64>, %t: tensor<3xf64>) -> (tensor<3xf64>, tensor<3xf64>) {
+      %y = arith.mulf %x, %x : tensor<3xf64>
+      %five = arith.constant dense<5.0> : tensor<3xf64>
+      %d = arith.mulf %five, %x : tensor<3xf64>
+      %ty = arith.mulf %d, %t : tensor<3xf64>
+      return %y, %ty : tensor<3xf64>, tensor<3xf64>
+    }
+    ad.custom_jvp @sq tangent @sq_tangent
+    func.func @loop(%x: tensor<3xf64>, %n: index) -> tensor<3xf64> {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %z = arith.constant dense<0.0> : tensor<3xf64>
+      %r = scf.for %i = %c0 to %n step %c1 iter_args(%a = %z) -> tensor<3xf64> {
+        %s = func.call @sq(%x) : (tensor<3xf64>) -> tensor<3xf64>
+        %t = arith.addf %a, %s : tensor<3xf64>
+        scf.yield %t : tensor<3xf64>
+      }
+      return %r : tensor<3xf64>
+    }""")
+    x = np.array([0.5, -1.0, 2.0])
+    _, t = mlir_ad.jvp(m.loop, (x, 3), (np.ones(3),))
+    np.testing.assert_allclose(t, 15 * x, rtol=1e-15)
