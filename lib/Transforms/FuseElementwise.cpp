@@ -120,6 +120,33 @@ static Fusion planFusion(OpOperand *operand) {
   return readsNothingNew ? Fusion::Recompute : Fusion::None;
 }
 
+/// An input of a generic that a linalg.fill produces holds the fill's
+/// value in every element: the body reads that value instead (a zero
+/// tangent, or an all-ones direction, read in every iteration of a loop
+/// nest), folding follows (x + 0, 1 * x), and the unused input goes.
+struct FoldFillInput : OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(linalg::GenericOp generic,
+                                PatternRewriter &rewriter) const override {
+    if (!generic.hasPureTensorSemantics())
+      return failure();
+    bool changed = false;
+    for (OpOperand *input : generic.getDpsInputOperands()) {
+      auto fill = input->get().getDefiningOp<linalg::FillOp>();
+      if (!fill || !fill.hasPureTensorSemantics())
+        continue;
+      BlockArgument argument = generic.getMatchingBlockArgument(input);
+      Value value = fill.getInputs()[0];
+      if (argument.use_empty() || value.getType() != argument.getType())
+        continue;
+      rewriter.modifyOpInPlace(generic,
+                               [&] { argument.replaceAllUsesWith(value); });
+      changed = true;
+    }
+    return success(changed);
+  }
+};
+
 struct FuseIntoConsumer : OpRewritePattern<linalg::GenericOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -332,7 +359,7 @@ struct ADFuseElementwisePass
   void runOnOperation() override {
     giveDestinationsBack(getOperation());
     RewritePatternSet patterns(&getContext());
-    patterns.add<FuseIntoConsumer>(&getContext());
+    patterns.add<FuseIntoConsumer, FoldFillInput>(&getContext());
     // Results of fused ops nobody reads (a moved producer's result that
     // only the consumer read) and the operands they needed.
     linalg::populateEraseUnusedOperandsAndResultsPatterns(patterns);

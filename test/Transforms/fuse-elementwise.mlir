@@ -418,3 +418,34 @@ func.func @recompute_reads_outs(%x: tensor<?xf64>, %acc: tensor<?xf64>) -> (f64,
   } -> tensor<?xf64>
   return %p0, %c : f64, tensor<?xf64>
 }
+
+// -----
+
+// An input a linalg.fill produces is read as the fill's value: the input
+// goes, and the body folds (x * 1 is x; x + 0 is not -0 + 0, so it stays).
+// CHECK-LABEL: func.func @fill_inputs
+// CHECK-SAME: (%[[X:[^:]*]]: tensor<?xf64>
+// CHECK: %[[ZERO:.*]] = arith.constant 0.0
+// CHECK-NOT: linalg.fill
+// CHECK: linalg.generic {{.*}} ins(%[[X]] : tensor<?xf64>)
+// CHECK-NEXT: ^bb0(%[[V:[^:]*]]: f64, %{{[^:]*}}: f64):
+// CHECK-NEXT: %[[E:.*]] = math.exp %[[V]]
+// CHECK-NEXT: %[[S:.*]] = arith.addf %[[E]], %[[ZERO]]
+// CHECK-NEXT: linalg.yield %[[S]]
+func.func @fill_inputs(%x: tensor<?xf64>, %n: index) -> tensor<?xf64> {
+  %zero = arith.constant 0.0 : f64
+  %one = arith.constant 1.0 : f64
+  %e = tensor.empty(%n) : tensor<?xf64>
+  %zeros = linalg.fill ins(%zero : f64) outs(%e : tensor<?xf64>) -> tensor<?xf64>
+  %ones = linalg.fill ins(%one : f64) outs(%e : tensor<?xf64>) -> tensor<?xf64>
+  %out = tensor.empty(%n) : tensor<?xf64>
+  %r = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>, affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+      ins(%x, %zeros, %ones : tensor<?xf64>, tensor<?xf64>, tensor<?xf64>) outs(%out : tensor<?xf64>) {
+  ^bb0(%a: f64, %z: f64, %o: f64, %w: f64):
+    %t = math.exp %a : f64
+    %m = arith.mulf %t, %o : f64
+    %s = arith.addf %m, %z : f64
+    linalg.yield %s : f64
+  } -> tensor<?xf64>
+  return %r : tensor<?xf64>
+}
