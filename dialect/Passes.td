@@ -292,8 +292,10 @@ def ADFuseElementwisePass : Pass<"ad-fuse-elementwise"> {
     `sum(d)`) is split into an elementwise generic and a reduction, so the
     reduction keeps its partial sums in registers, when the reduction needs
     only cheap operations of the body (no math function or division).
-    Unused operands and results of generics are dropped. Run before
-    bufferization.
+    An input that a `linalg.fill` produces is read as the fill's value
+    (a zero tangent or an all-ones direction is not read in every
+    iteration). Unused operands and results of generics are dropped. Run
+    before bufferization.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
