@@ -341,17 +341,8 @@ private:
         available = getPrimal(leaf);
         quietFailures = wasQuiet;
       }
-      if (!available)
+      if (!available || !moveAfter(at, available, iteration))
         return Value();
-      Block *home = available.getParentBlock();
-      if (home != at.getInsertionBlock() &&
-          !home->getParent()->isProperAncestor(iteration))
-        return Value();
-      Operation *availableDef = available.getDefiningOp();
-      if (availableDef && availableDef->getBlock() == at.getInsertionBlock() &&
-          (at.getInsertionPoint() == at.getInsertionBlock()->end() ||
-           !availableDef->isBeforeInBlock(&*at.getInsertionPoint())))
-        at.setInsertionPointAfter(availableDef);
       mapping.map(leaf, available);
     }
     for (Operation *op : ops) {
@@ -462,23 +453,29 @@ private:
     IRMapping mapping;
     for (Value operand : slice->getOperands()) {
       Value available = materialize(operand);
-      if (!available)
+      if (!available || !moveAfter(at, available, iteration))
         return Value();
       mapping.map(operand, available);
-      // After every operand read in this iteration. An operand read inside
-      // a nested region of the reverse iteration (the branch tape reads
-      // where it is asked) cannot be used there: the slice is kept instead.
-      Block *home = available.getParentBlock();
-      if (home != at.getInsertionBlock() &&
-          !home->getParent()->isProperAncestor(iteration))
-        return Value();
-      Operation *def = available.getDefiningOp();
-      if (def && def->getBlock() == at.getInsertionBlock() &&
-          (at.getInsertionPoint() == at.getInsertionBlock()->end() ||
-           !def->isBeforeInBlock(&*at.getInsertionPoint())))
-        at.setInsertionPointAfter(def);
     }
     return at.clone(*slice, mapping)->getResult(0);
+  }
+
+  /// Moves `at` (in the top block of the reverse iteration `iteration`)
+  /// after `available`'s definition if that comes later, so that ops built
+  /// there can read it. False when `available` is read inside a nested
+  /// region of the iteration (the branch tape reads where it is asked):
+  /// it cannot be used there, and the caller keeps its value instead.
+  static bool moveAfter(OpBuilder &at, Value available, Region *iteration) {
+    Block *home = available.getParentBlock();
+    if (home != at.getInsertionBlock() &&
+        !home->getParent()->isProperAncestor(iteration))
+      return false;
+    Operation *def = available.getDefiningOp();
+    if (def && def->getBlock() == at.getInsertionBlock() &&
+        (at.getInsertionPoint() == at.getInsertionBlock()->end() ||
+         !def->isBeforeInBlock(&*at.getInsertionPoint())))
+      at.setInsertionPointAfter(def);
+    return true;
   }
 
   Value rebuildConstant(Value value) {
