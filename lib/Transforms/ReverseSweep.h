@@ -266,6 +266,22 @@ private:
     return collect(original) && readsInductionVariable;
   }
 
+  /// Whether a tensor of type `a` may hold more elements than one of type
+  /// `b`, judging by their types: more dimensions, a larger static size, or
+  /// a dynamic size where `b`'s is static. (Two dynamic sizes count as
+  /// equal.)
+  static bool mayHoldMore(RankedTensorType a, RankedTensorType b) {
+    if (a.getRank() > b.getRank())
+      return true;
+    if (a.getRank() < b.getRank())
+      return false;
+    for (auto [x, y] : llvm::zip(a.getShape(), b.getShape()))
+      if ((ShapedType::isDynamic(x) && !ShapedType::isDynamic(y)) ||
+          (!ShapedType::isDynamic(x) && !ShapedType::isDynamic(y) && x > y))
+        return true;
+    return false;
+  }
+
   /// At most this many ops are computed again for one tensor.
   static constexpr unsigned kMaxRecomputedTensorOps = 32;
 
@@ -294,8 +310,11 @@ private:
     llvm::SmallPtrSet<Operation *, 16> visited;
     llvm::SmallPtrSet<Value, 2> carriedTensors;
     std::function<bool(Value)> collect = [&](Value value) {
-      if (loop.recomputed.contains(value) ||
-          value.getParentBlock() != loop.originalBody) {
+      // A tensor.empty from before the loop (hoisted) is made again rather
+      // than passed to the pullback.
+      bool outside = value.getParentBlock() != loop.originalBody &&
+                     !value.getDefiningOp<tensor::EmptyOp>();
+      if (loop.recomputed.contains(value) || outside) {
         leaves.insert(value);
         return true;
       }
@@ -313,6 +332,13 @@ private:
         return true;
       if (!isCheapToRecompute(op) || visited.size() > kMaxRecomputedTensorOps)
         return false;
+      // A slice of an iteration's tensor that may be smaller than it (a row
+      // of the carried matrix) is kept: computing it again would keep the
+      // whole tensor per iteration instead (review finding).
+      if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op))
+        if (slice.getSource().getParentBlock() == loop.originalBody &&
+            mayHoldMore(slice.getSourceType(), slice.getResultType()))
+          return false;
       // Values of the op's regions read from outside are operands too (a
       // generic's body reading a scalar of the iteration).
       llvm::SetVector<Value> captured;
@@ -326,6 +352,12 @@ private:
     };
     if (!collect(original))
       return Value();
+    // The tape keeps the carried tensor instead of `original`: only when
+    // that is no more.
+    for (Value carried : carriedTensors)
+      if (mayHoldMore(cast<RankedTensorType>(carried.getType()),
+                      cast<RankedTensorType>(original.getType())))
+        return Value();
     // At the start of the reverse iteration, after everything it reads
     // (as rebuildSlice).
     OpBuilder at(original.getContext());
