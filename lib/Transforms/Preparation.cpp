@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Dominance.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/Transforms/CFGToSCF.h"
@@ -323,12 +324,17 @@ static bool keepsBuffers(func::FuncOp function, DerivativeGenerator &generator,
 static bool isCheapScalarOp(Operation *op) {
   if (isa<linalg::IndexOp, linalg::YieldOp, tensor::YieldOp>(op))
     return true;
-  if (!isa<arith::ArithDialect>(op->getDialect()) || !isPure(op) ||
-      op->getNumRegions() != 0)
+  if (!isa<arith::ArithDialect>(op->getDialect()) || op->getNumRegions() != 0)
     return false;
-  return !isa<arith::DivFOp, arith::RemFOp, arith::DivSIOp, arith::DivUIOp,
-              arith::RemSIOp, arith::RemUIOp, arith::CeilDivSIOp,
-              arith::CeilDivUIOp, arith::FloorDivSIOp>(op);
+  // An integer division or remainder by a nonzero constant (a parity) is
+  // as cheap as the rest; a float one is not.
+  if (isa<arith::DivSIOp, arith::DivUIOp, arith::RemSIOp, arith::RemUIOp,
+          arith::CeilDivSIOp, arith::CeilDivUIOp, arith::FloorDivSIOp>(op)) {
+    APInt divisor;
+    return matchPattern(op->getOperand(1), m_ConstantInt(&divisor)) &&
+           !divisor.isZero();
+  }
+  return isPure(op) && !isa<arith::DivFOp, arith::RemFOp>(op);
 }
 
 /// Most ops in the body of a generic computed again.

@@ -1606,6 +1606,33 @@ func.func @nested(%x: tensor<?xf64>, %y0: tensor<?xf64>, %s: index) -> f64 {
   return %v : f64
 }
 
+// A shift by the iteration's parity (remui by a constant): the pad, whose
+// size is not shown to be the same in every iteration, is computed again
+// from the carried tensor rather than kept (new-user trial: it could not be
+// kept, and remui did not count as cheap).
+func.func @parity(%x: tensor<?xf64>, %y0: tensor<?xf64>, %s: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %pv = arith.constant 0.7 : f64
+  %n = tensor.dim %y0, %c0 : tensor<?xf64>
+  %r = scf.for %i = %c0 to %s step %c1 iter_args(%y = %y0) -> tensor<?xf64> {
+    %off = arith.remui %i, %c2 : index
+    %m = arith.subi %n, %off : index
+    %sl = tensor.extract_slice %y[%off] [%m] [1] : tensor<?xf64> to tensor<?xf64>
+    %p = tensor.pad %sl low[0] high[%off] {
+    ^bb0(%j: index):
+      tensor.yield %pv : f64
+    } : tensor<?xf64> to tensor<?xf64>
+    %u = arith.mulf %p, %y : tensor<?xf64>
+    %v = arith.mulf %u, %x : tensor<?xf64>
+    %w = math.sin %v : tensor<?xf64>
+    scf.yield %w : tensor<?xf64>
+  }
+  %v = func.call @total(%r) : (tensor<?xf64>) -> f64
+  return %v : f64
+}
+
 // Two carried tensors: their product is kept, not computed again.
 func.func @two_carried(%x: tensor<?xf64>, %y0: tensor<?xf64>, %s: index) -> f64 {
   %c0 = arith.constant 0 : index
@@ -1625,7 +1652,7 @@ func.func @two_carried(%x: tensor<?xf64>, %y0: tensor<?xf64>, %s: index) -> f64 
 
 
 @pytest.mark.parametrize("name", ["midpoint", "by_iteration", "nested",
-                                  "two_carried"])
+                                  "parity", "two_carried"])
 @pytest.mark.parametrize("s", [0, 1, 3])
 def test_recomputed_loop_stages(rng, name, s):
     m = compile_one(RECOMPUTED_STAGES)
