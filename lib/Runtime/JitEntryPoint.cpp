@@ -110,13 +110,16 @@ LargeBlocks &largeBlocks() {
 }
 } // namespace
 
-/// Asks for transparent huge pages (2 MB) in the part of a fresh large
-/// block they can cover: a tape of gigabytes (GradBench's det at 11 x 11)
-/// then takes one page fault per 2 MB instead of one per 4 kB, which were
-/// most of its gradient's time. The kernel's "madvise" mode (Debian's
-/// default) needs the request; "never" ignores it.
+/// Asks for transparent huge pages (2 MB) in the part of a fresh block too
+/// large for LargeBlocks to keep that they can cover: a tape of gigabytes
+/// (GradBench's det at 11 x 11) then takes one page fault per 2 MB instead
+/// of one per 4 kB, which were most of its gradient's time once its memory
+/// had been touched before. Not for smaller blocks: they are kept between
+/// calls anyway, and on this VM huge pages made the first touch of memory
+/// 1.5 to 3 times slower (kmeans' 80 MB distance matrix). The kernel's
+/// "madvise" mode (Debian's default) needs the request; "never" ignores it.
 static void adviseHugePages(void *block, size_t size) {
-  if (!block || size < LargeBlocks::kLargeBlock)
+  if (!block || size <= LargeBlocks::kKeptBytes)
     return;
   constexpr uintptr_t kHuge = uintptr_t(2) << 20;
   uintptr_t start = (reinterpret_cast<uintptr_t>(block) + kHuge - 1) & ~(kHuge - 1);
