@@ -110,16 +110,21 @@ LargeBlocks &largeBlocks() {
 }
 } // namespace
 
-/// Asks for transparent huge pages (2 MB) in the part of a fresh block too
-/// large for LargeBlocks to keep that they can cover: a tape of gigabytes
-/// (GradBench's det at 11 x 11) then takes one page fault per 2 MB instead
-/// of one per 4 kB, which were most of its gradient's time once its memory
-/// had been touched before. Not for smaller blocks: they are kept between
-/// calls anyway, and on this VM huge pages made the first touch of memory
-/// 1.5 to 3 times slower (kmeans' 80 MB distance matrix). The kernel's
-/// "madvise" mode (Debian's default) needs the request; "never" ignores it.
+/// Blocks of at least this size get transparent huge pages.
+static constexpr size_t kHugePageBlock = size_t(1) << 30;
+
+/// Asks for transparent huge pages (2 MB) in the part of a fresh block of
+/// a gigabyte or more that they can cover: a tape of gigabytes (GradBench's
+/// det at 11 x 11, 5 GB) then takes one page fault per 2 MB instead of one
+/// per 4 kB, which were most of its gradient's time (21 s; 16.5 s on the
+/// first call, 2.5 s on the next). Not for smaller blocks: on this VM huge
+/// pages made the first touch of memory 1.5 to 3 times slower (kmeans'
+/// 80 MB distance matrix, ba's and det 10 x 10's few hundred MB), and the
+/// blocks up to 256 MB are kept between calls anyway. The kernel's
+/// "madvise" mode (Debian's default) needs the request; "never" ignores
+/// it.
 static void adviseHugePages(void *block, size_t size) {
-  if (!block || size <= LargeBlocks::kKeptBytes)
+  if (!block || size < kHugePageBlock)
     return;
   constexpr uintptr_t kHuge = uintptr_t(2) << 20;
   uintptr_t start = (reinterpret_cast<uintptr_t>(block) + kHuge - 1) & ~(kHuge - 1);
