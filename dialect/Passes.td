@@ -276,7 +276,9 @@ def ADFuseElementwisePass : Pass<"ad-fuse-elementwise"> {
     producer's results that other ops read after the consumer become
     results of the fused op; if an op reads them before the consumer, the
     producer stays and the fused op computes it again, which is allowed
-    only for at most 8 additions, multiplications, comparisons or selects
+    only for at most 8 additions, multiplications, comparisons, selects or
+    other arith ops without a float division (`isCheapBody`, shared with
+    the reverse sweep's recomputation)
     of tensors the consumer reads anyway. Every element is computed by the
     same operations in the same order: results are bit-identical. Unlike
     upstream's `linalg-fuse-elementwise-ops`, a generic's `outs` that its
@@ -291,7 +293,8 @@ def ADFuseElementwisePass : Pass<"ad-fuse-elementwise"> {
     reduces and writes an element per iteration (an adjoint's `d * t` and
     `sum(d)`) is split into an elementwise generic and a reduction, so the
     reduction keeps its partial sums in registers, when the reduction needs
-    only cheap operations of the body (no math function or division).
+    only cheap operations of the body (no math function, float division or
+    division by a variable).
     An input that a `linalg.fill` produces is read as the fill's value
     (a zero tangent or an all-ones direction is not read in every
     iteration). Unused operands and results of generics are dropped. Run

@@ -368,13 +368,13 @@ struct GenericRule
           emitter.addCotangent(init, cotangent);
         continue;
       }
-      Value primal = emitter.getPrimal(result);
       Value initPrimal = emitter.getPrimal(init);
       // Compared values that a recomputation might not reproduce bit for
-      // bit are computed once, and the result selected again from them:
-      // otherwise no value, or two in different passes, could equal the
-      // result (a division by zero ties, an infinite gradient).
-      Value mapped;
+      // bit are computed once, and the result selected again from them
+      // (the forward's result is then not needed): otherwise no value, or
+      // two in different passes, could equal the result (a division by
+      // zero ties, an infinite gradient).
+      Value mapped, primal;
       if (!isReproducible(combinedValueOf(generic, index), body)) {
         mapped = materializeContributions(b, loc, generic, index, inputs,
                                           initPrimal, captured,
@@ -382,6 +382,8 @@ struct GenericRule
         if (!mapped)
           return failure();
         primal = reselect(b, loc, generic, index, mapped, initPrimal);
+      } else {
+        primal = emitter.getPrimal(result);
       }
       Value initWon = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
                                             initPrimal, primal);

@@ -20,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ad/Transforms/Passes.h"
+#include "ad/Transforms/Preparation.h"
 
 #include "IndexingLoops.h"
 
@@ -43,29 +44,6 @@ using namespace mlir;
 using mlir::ad::loopsOf;
 
 namespace {
-/// Whether `op` is cheap enough to compute twice (no division, no math
-/// function, no call, no region).
-static bool isCheapOp(Operation &op) {
-  return isa<arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::NegFOp,
-             arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp,
-             arith::MinNumFOp, arith::CmpFOp, arith::SelectOp,
-             arith::ConstantOp, arith::ExtFOp, arith::TruncFOp,
-             arith::AddIOp, arith::SubIOp, arith::MulIOp, arith::CmpIOp,
-             arith::AndIOp, arith::OrIOp, arith::XOrIOp, arith::IndexCastOp,
-             arith::SIToFPOp, linalg::IndexOp>(op);
-}
-
-/// Most operations of a producer worth computing again in a consumer rather
-/// than reading back from memory.
-constexpr unsigned kMaxRecomputedOps = 8;
-
-/// Whether `producer`'s body is a few cheap operations.
-static bool isCheapToRecompute(linalg::GenericOp producer) {
-  Block *body = producer.getBlock();
-  return llvm::all_of(body->without_terminator(), isCheapOp) &&
-         std::distance(body->begin(), body->end()) <= kMaxRecomputedOps + 1;
-}
-
 /// Whether `user`, or the op of `op`'s block it is nested in, comes after
 /// `op`.
 static bool isAfterInBlock(Operation *user, Operation *op) {
@@ -105,7 +83,7 @@ static Fusion planFusion(OpOperand *operand) {
     return Fusion::Move;
   // A producer that reads its outputs would make the fused op write them
   // too, and bufferization copy them for the producer that stays.
-  if (!isCheapToRecompute(producer) ||
+  if (!ad::isCheapBody(*producer.getBlock()) ||
       llvm::any_of(producer.getDpsInitsMutable(), [&](OpOperand &init) {
         return producer.payloadUsesValueFromOperand(&init);
       }))
@@ -290,7 +268,7 @@ static void splitMixedOutputs(RewriterBase &rewriter, Operation *root) {
       SmallVector<Value> values = yieldedBy(inits);
       llvm::SetVector<Operation *> slice = bodySlice(body, values);
       if (!elementwise &&
-          !llvm::all_of(slice, [](Operation *o) { return isCheapOp(*o); }))
+          !llvm::all_of(slice, ad::isCheapScalarOp))
         splittable = false;
       // The part's inputs and outputs must give every loop's size.
       if (!(inputLoops | loops).all())

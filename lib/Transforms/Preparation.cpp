@@ -319,9 +319,7 @@ static bool keepsBuffers(func::FuncOp function, DerivativeGenerator &generator,
       .wasInterrupted();
 }
 
-/// Whether `op` is a scalar op that isCheapToRecompute accepts, or one
-/// of the ops a cheap body may hold.
-static bool isCheapScalarOp(Operation *op) {
+bool mlir::ad::isCheapScalarOp(Operation *op) {
   if (isa<linalg::IndexOp, linalg::YieldOp, tensor::YieldOp>(op))
     return true;
   if (!isa<arith::ArithDialect>(op->getDialect()) || op->getNumRegions() != 0)
@@ -340,6 +338,11 @@ static bool isCheapScalarOp(Operation *op) {
 /// Most ops in the body of a generic computed again.
 constexpr unsigned kMaxCheapBodyOps = 8;
 
+bool mlir::ad::isCheapBody(Block &body) {
+  return std::distance(body.begin(), body.end()) <= kMaxCheapBodyOps + 1 &&
+         llvm::all_of(body, [](Operation &op) { return isCheapScalarOp(&op); });
+}
+
 bool mlir::ad::isCheapToRecompute(Operation *op) {
   if (isa<tensor::EmptyOp, tensor::DimOp, tensor::ExtractSliceOp,
           linalg::FillOp>(op))
@@ -351,7 +354,6 @@ bool mlir::ad::isCheapToRecompute(Operation *op) {
                body.getTerminator()->getOperand(0).getParentRegion());
   }
   if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
-    Block &body = *generic.getBody();
     return generic.hasPureTensorSemantics() &&
            llvm::all_of(generic.getIteratorTypesArray(),
                         [](utils::IteratorType type) {
@@ -361,10 +363,7 @@ bool mlir::ad::isCheapToRecompute(Operation *op) {
                         [](AffineMap map) {
                           return map.isProjectedPermutation();
                         }) &&
-           std::distance(body.begin(), body.end()) <= kMaxCheapBodyOps + 1 &&
-           llvm::all_of(body, [](Operation &inner) {
-             return isCheapScalarOp(&inner);
-           });
+           isCheapBody(*generic.getBody());
   }
   return !isa<linalg::IndexOp, linalg::YieldOp, tensor::YieldOp>(op) &&
          isCheapScalarOp(op);

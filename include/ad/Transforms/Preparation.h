@@ -37,6 +37,17 @@ LogicalResult prepareForDifferentiation(func::FuncOp function);
 LogicalResult inlineLoopCallsWithLoops(func::FuncOp function,
                                        DerivativeGenerator &generator);
 
+/// Whether `op`, a scalar op or an op of a linalg body, is cheap to compute
+/// twice: a pure arith op other than a float division or remainder (an
+/// integer division or remainder only by a nonzero constant), linalg.index,
+/// or a terminator. No math function, call or region.
+bool isCheapScalarOp(Operation *op);
+
+/// Whether `body` (of a linalg.generic) is at most 8 cheap scalar ops: a
+/// consumer may compute it again (ad-fuse-elementwise), and so may the
+/// reverse sweep.
+bool isCheapBody(Block &body);
+
 /// Whether `op` is cheap to compute again: a pure scalar arith op (no
 /// division), or a tensor op that computes each element with a few such ops
 /// (an elementwise linalg.generic or linalg.fill), moves elements (a pad
