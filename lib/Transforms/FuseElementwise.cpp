@@ -341,6 +341,7 @@ struct ADFuseElementwisePass
     // Results of fused ops nobody reads (a moved producer's result that
     // only the consumer read) and the operands they needed.
     linalg::populateEraseUnusedOperandsAndResultsPatterns(patterns);
+    ad::populateEraseDeadResultPatterns(patterns);
     // Every step leaves valid IR: stopping at the iteration limit only
     // leaves some ops unfused.
     (void)applyPatternsGreedily(getOperation(), std::move(patterns));
@@ -349,6 +350,7 @@ struct ADFuseElementwisePass
     // The parts of a split generic keep every input of the whole.
     RewritePatternSet cleanup(&getContext());
     linalg::populateEraseUnusedOperandsAndResultsPatterns(cleanup);
+    ad::populateEraseDeadResultPatterns(cleanup);
     (void)applyPatternsGreedily(getOperation(), std::move(cleanup));
     // A producer read through several operands is inlined once per
     // operand: one computation is enough. Only inside the bodies: CSE of

@@ -557,6 +557,7 @@ void mlir::ad::populateAdjointSimplificationPatterns(
   patterns.add<ScatterIntoSum, SumIntoZeros, SizeOfKeptTensor,
                AddOfSliceIntoZeros>(patterns.getContext());
   linalg::populateEraseUnusedOperandsAndResultsPatterns(patterns);
+  populateEraseDeadResultPatterns(patterns);
 }
 
 void mlir::ad::simplifyAdjoints(Operation *root) {
@@ -573,5 +574,6 @@ void mlir::ad::simplifyAdjoints(Operation *root) {
   RewritePatternSet merging(context);
   merging.add<MergeSiblings, SumIntoZeros>(context);
   linalg::populateEraseUnusedOperandsAndResultsPatterns(merging);
+  populateEraseDeadResultPatterns(merging);
   (void)applyPatternsGreedily(root, std::move(merging), config);
 }

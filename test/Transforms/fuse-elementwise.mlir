@@ -449,3 +449,52 @@ func.func @fill_inputs(%x: tensor<?xf64>, %n: index) -> tensor<?xf64> {
   } -> tensor<?xf64>
   return %r : tensor<?xf64>
 }
+
+// -----
+
+// A result nobody reads goes with the body ops only it needs, although the
+// body reads its init (a tangent computed next to its value): the n x k x d
+// loop computes the distances alone.
+#pl = affine_map<(i, j, l) -> (i, l)>
+#cl = affine_map<(i, j, l) -> (j, l)>
+#ij = affine_map<(i, j, l) -> (i, j)>
+// CHECK-LABEL: func.func @dead_tangent
+// CHECK: linalg.generic
+// CHECK-SAME: outs(%{{.*}} : tensor<4x3xf64>)
+// CHECK: arith.subf
+// CHECK-NEXT: arith.mulf
+// CHECK-NEXT: arith.addf
+// CHECK-NEXT: linalg.yield
+// CHECK-NOT: linalg.generic
+func.func @dead_tangent(%p: tensor<4x2xf64>, %c: tensor<3x2xf64>, %z: tensor<4x3xf64>) -> tensor<4x3xf64> {
+  %r:2 = linalg.generic {indexing_maps = [#pl, #cl, #ij, #ij], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%p, %c : tensor<4x2xf64>, tensor<3x2xf64>) outs(%z, %z : tensor<4x3xf64>, tensor<4x3xf64>) {
+  ^bb0(%pv: f64, %cv: f64, %acc: f64, %tacc: f64):
+    %d = arith.subf %cv, %pv : f64
+    %sq = arith.mulf %d, %d : f64
+    %t = arith.addf %d, %d : f64
+    %s = arith.addf %acc, %sq : f64
+    %ts = arith.addf %tacc, %t : f64
+    linalg.yield %s, %ts : f64, f64
+  } -> (tensor<4x3xf64>, tensor<4x3xf64>)
+  return %r#0 : tensor<4x3xf64>
+}
+
+// -----
+
+// An unused result whose init a kept result reads stays.
+#id1 = affine_map<(i) -> (i)>
+#sc = affine_map<(i) -> ()>
+// CHECK-LABEL: func.func @init_read_by_kept
+// CHECK: linalg.generic
+// CHECK-SAME: outs(%{{.*}}, %{{.*}} : tensor<f64>, tensor<f64>)
+func.func @init_read_by_kept(%x: tensor<5xf64>, %a: tensor<f64>, %b: tensor<f64>) -> tensor<f64> {
+  %r:2 = linalg.generic {indexing_maps = [#id1, #sc, #sc], iterator_types = ["reduction"]}
+      ins(%x : tensor<5xf64>) outs(%a, %b : tensor<f64>, tensor<f64>) {
+  ^bb0(%xv: f64, %s: f64, %m: f64):
+    %n = arith.maximumf %m, %xv : f64
+    %t = arith.addf %s, %m : f64
+    linalg.yield %t, %n : f64, f64
+  } -> (tensor<f64>, tensor<f64>)
+  return %r#0 : tensor<f64>
+}

@@ -37,6 +37,11 @@ namespace mlir::ad {
 /// `ad-simplify-adjoints`) to `patterns`.
 void populateAdjointSimplificationPatterns(RewritePatternSet &patterns);
 
+/// Adds the removal of linalg.generic results nobody reads, with the body
+/// ops only they need (upstream removes them only when the body does not
+/// read their init).
+void populateEraseDeadResultPatterns(RewritePatternSet &patterns);
+
 /// Applies the adjoint simplifications to `root` until nothing changes.
 void simplifyAdjoints(Operation *root);
 
