@@ -19,6 +19,9 @@
 //   zeros) to the whole value's adds to the slice only.
 // - SizeOfKeptTensor: the size of a tensor read back from a buffer is the
 //   size of the slice read, so a value kept only for its shape is not kept.
+// - GuardSelectedSum: a sum whose terms vanish unless two values are equal
+//   (the adjoint of a maximum or minimum) runs its other loops only where
+//   they are.
 // - upstream's removal of unused generic operands, so that primal values
 //   the adjoint does not read are neither kept alive nor taped.
 //
@@ -35,6 +38,11 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallBitVector.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -334,6 +342,221 @@ struct ScatterIntoSum : OpRewritePattern<linalg::GenericOp> {
   }
 };
 
+/// A sum whose terms vanish unless two values read through some of the
+/// loops are equal (`out + select(x == m, a, 0) * ...`: the adjoint of a
+/// maximum or minimum over those loops, fused into the adjoint of the
+/// values compared) runs the other loops only where they are equal. The
+/// comparison is made once per point of the loops it depends on (scalar
+/// loops, outermost first in the op's order); the rest of the body runs as
+/// a generic over the remaining loops on slices of the operands. The
+/// equality holds at a few points (a maximum and its ties), so the n x k x d
+/// adjoint of a distance matrix's row minima costs n x k comparisons and
+/// n x d work.
+///
+/// Only an equality: a guard that may hold everywhere (a ReLU's `x > 0`)
+/// would trade one vectorized loop nest for many small ones.
+struct GuardSelectedSum : OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(linalg::GenericOp generic,
+                                PatternRewriter &rewriter) const override {
+    if (!generic.hasPureTensorSemantics() || generic.getNumDpsInits() != 1 ||
+        hasIndexOps(generic) ||
+        !llvm::all_of(generic.getIndexingMapsArray(), hasOnlyDimResults))
+      return rewriter.notifyMatchFailure(generic, "unsupported generic");
+    Value term = summedTerm(generic);
+    if (!term)
+      return rewriter.notifyMatchFailure(generic, "not a sum");
+    Block *body = generic.getBody();
+    unsigned numLoops = generic.getNumLoops();
+    for (auto select : body->getOps<arith::SelectOp>()) {
+      auto compare = select.getCondition().getDefiningOp<arith::CmpFOp>();
+      if (!compare || compare->getBlock() != body ||
+          compare.getPredicate() != arith::CmpFPredicate::OEQ ||
+          !isZeroScalar(select.getFalseValue()) ||
+          !vanishesWith(term, select.getResult(), body))
+        continue;
+      // The body ops computing the comparison and the loops of the inputs
+      // they read.
+      llvm::SetVector<Operation *> slice;
+      llvm::SmallSetVector<unsigned, 4> inputs;
+      llvm::SmallBitVector guardLoops(numLoops);
+      bool supported = true;
+      SmallVector<Value> worklist(compare->getOperands());
+      slice.insert(compare);
+      while (!worklist.empty() && supported) {
+        Value value = worklist.pop_back_val();
+        if (auto argument = dyn_cast<BlockArgument>(value)) {
+          if (argument.getOwner() != body)
+            continue;
+          OpOperand *operand = generic.getMatchingOpOperand(argument);
+          supported = generic.isDpsInput(operand);
+          if (!supported)
+            break;
+          inputs.insert(argument.getArgNumber());
+          for (AffineExpr expr :
+               generic.getMatchingIndexingMap(operand).getResults())
+            guardLoops.set(dimOf(expr));
+          continue;
+        }
+        Operation *def = value.getDefiningOp();
+        if (def->getBlock() != body)
+          continue;
+        supported = def->getNumRegions() == 0 && isMemoryEffectFree(def);
+        if (slice.insert(def))
+          llvm::append_range(worklist, def->getOperands());
+      }
+      if (!supported || guardLoops.none() || guardLoops.all())
+        continue;
+      guard(generic, slice, inputs.getArrayRef(), guardLoops, compare,
+            rewriter);
+      return success();
+    }
+    return rewriter.notifyMatchFailure(generic, "no guard");
+  }
+
+  static void guard(linalg::GenericOp generic,
+                    const llvm::SetVector<Operation *> &slice,
+                    ArrayRef<unsigned> guardInputs,
+                    const llvm::SmallBitVector &guardLoops,
+                    arith::CmpFOp compare, PatternRewriter &rewriter) {
+    Location loc = generic.getLoc();
+    MLIRContext *context = generic.getContext();
+    Block *body = generic.getBody();
+    unsigned numLoops = generic.getNumLoops();
+    rewriter.setInsertionPoint(generic);
+    SmallVector<Range> ranges =
+        cast<linalg::LinalgOp>(generic.getOperation())
+            .createLoopRanges(rewriter, loc);
+    SmallVector<unsigned> outer, inner;
+    SmallVector<unsigned> innerIndex(numLoops, ~0u);
+    for (unsigned loop = 0; loop < numLoops; ++loop) {
+      if (guardLoops.test(loop)) {
+        outer.push_back(loop);
+      } else {
+        innerIndex[loop] = inner.size();
+        inner.push_back(loop);
+      }
+    }
+    SmallVector<Value> lbs, ubs, steps;
+    for (unsigned loop : outer) {
+      lbs.push_back(getValueOrCreateConstantIndexOp(rewriter, loc,
+                                                    ranges[loop].offset));
+      ubs.push_back(
+          getValueOrCreateConstantIndexOp(rewriter, loc, ranges[loop].size));
+      steps.push_back(getValueOrCreateConstantIndexOp(rewriter, loc,
+                                                      ranges[loop].stride));
+    }
+    SmallVector<utils::IteratorType> iterators =
+        generic.getIteratorTypesArray();
+    SmallVector<utils::IteratorType> innerIterators;
+    for (unsigned loop : inner)
+      innerIterators.push_back(iterators[loop]);
+
+    scf::LoopNest nest = scf::buildLoopNest(
+        rewriter, loc, lbs, ubs, steps, generic.getDpsInits(),
+        [&](OpBuilder &b, Location loc, ValueRange ivs,
+            ValueRange accumulators) -> scf::ValueVector {
+          SmallVector<Value> position(numLoops);
+          for (auto [loop, iv] : llvm::zip(outer, ivs))
+            position[loop] = iv;
+          // The comparison at this point of the outer loops.
+          IRMapping mapping;
+          for (unsigned number : guardInputs) {
+            OpOperand &operand = generic->getOpOperand(number);
+            Value value = operand.get();
+            if (isa<RankedTensorType>(value.getType())) {
+              SmallVector<Value> indices;
+              for (AffineExpr expr :
+                   generic.getMatchingIndexingMap(&operand).getResults())
+                indices.push_back(position[dimOf(expr)]);
+              value = tensor::ExtractOp::create(b, loc, value, indices);
+            }
+            mapping.map(body->getArgument(number), value);
+          }
+          for (Operation &op : *body)
+            if (slice.contains(&op))
+              b.clone(op, mapping);
+          Value equal = mapping.lookup(compare.getResult());
+
+          // Where it holds, the body over the other loops, on slices.
+          auto sliceOf = [&](OpBuilder &b, OpOperand &operand, Value source,
+                             SmallVector<OpFoldResult> &offsets,
+                             SmallVector<OpFoldResult> &sizes,
+                             SmallVector<OpFoldResult> &strides,
+                             AffineMap &innerMap) -> Value {
+            auto type = cast<RankedTensorType>(source.getType());
+            AffineMap map = generic.getMatchingIndexingMap(&operand);
+            SmallVector<int64_t> shape;
+            SmallVector<AffineExpr> results;
+            for (auto [index, expr] : llvm::enumerate(map.getResults())) {
+              unsigned loop = dimOf(expr);
+              strides.push_back(b.getIndexAttr(1));
+              if (guardLoops.test(loop)) {
+                offsets.push_back(position[loop]);
+                sizes.push_back(b.getIndexAttr(1));
+                continue;
+              }
+              offsets.push_back(b.getIndexAttr(0));
+              sizes.push_back(tensor::getMixedSize(b, loc, source, index));
+              shape.push_back(type.getDimSize(index));
+              results.push_back(getAffineDimExpr(innerIndex[loop], context));
+            }
+            innerMap = AffineMap::get(inner.size(), 0, results, context);
+            auto sliceType =
+                RankedTensorType::get(shape, type.getElementType());
+            return tensor::ExtractSliceOp::create(b, loc, sliceType, source,
+                                                  offsets, sizes, strides);
+          };
+          auto ifOp = scf::IfOp::create(
+              b, loc, equal,
+              [&](OpBuilder &b, Location loc) {
+                SmallVector<Value> inputs;
+                SmallVector<AffineMap> maps;
+                for (OpOperand *input : generic.getDpsInputOperands()) {
+                  Value value = input->get();
+                  if (!isa<RankedTensorType>(value.getType())) {
+                    inputs.push_back(value);
+                    maps.push_back(
+                        AffineMap::get(inner.size(), 0, {}, context));
+                    continue;
+                  }
+                  SmallVector<OpFoldResult> offsets, sizes, strides;
+                  AffineMap map;
+                  inputs.push_back(sliceOf(b, *input, value, offsets, sizes,
+                                           strides, map));
+                  maps.push_back(map);
+                }
+                SmallVector<OpFoldResult> offsets, sizes, strides;
+                AffineMap outputMap;
+                Value output =
+                    sliceOf(b, *generic.getDpsInitOperand(0),
+                            accumulators[0], offsets, sizes, strides,
+                            outputMap);
+                maps.push_back(outputMap);
+                auto part = linalg::GenericOp::create(
+                    b, loc, output.getType(), inputs, output, maps,
+                    innerIterators,
+                    [&](OpBuilder &b, Location loc, ValueRange args) {
+                      IRMapping mapping;
+                      mapping.map(body->getArguments(), args);
+                      for (Operation &op : *body)
+                        b.clone(op, mapping);
+                    });
+                Value updated = tensor::InsertSliceOp::create(
+                    b, loc, part->getResult(0), accumulators[0], offsets,
+                    sizes, strides);
+                scf::YieldOp::create(b, loc, updated);
+              },
+              [&](OpBuilder &b, Location loc) {
+                scf::YieldOp::create(b, loc, accumulators[0]);
+              });
+          return {ifOp.getResult(0)};
+        });
+    rewriter.replaceOp(generic, nest.results);
+  }
+};
+
 /// `out + t` over a zero init, for an output whose map is a permutation
 /// (every element is written by exactly one iteration): yields `t` into an
 /// uninitialized tensor.
@@ -555,7 +778,7 @@ struct ADSimplifyAdjointsPass
 void mlir::ad::populateAdjointSimplificationPatterns(
     RewritePatternSet &patterns) {
   patterns.add<ScatterIntoSum, SumIntoZeros, SizeOfKeptTensor,
-               AddOfSliceIntoZeros>(patterns.getContext());
+               AddOfSliceIntoZeros, GuardSelectedSum>(patterns.getContext());
   linalg::populateEraseUnusedOperandsAndResultsPatterns(patterns);
   populateEraseDeadResultPatterns(patterns);
 }

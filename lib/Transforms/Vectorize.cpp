@@ -85,7 +85,12 @@ static int64_t clampTile(int64_t preferred, int64_t staticSize) {
 struct TilePlan {
   SmallVector<int64_t> sizes;
   SmallVector<int64_t> interchange;
+  /// Tiled as a contraction: output tiles of MR x NR kept in registers
+  /// across the reduction loops (a contraction, or a generic that combines
+  /// an elementwise function of its inputs into the output the same way).
   bool contraction = false;
+  /// A contraction proper: vectorized into vector.contract.
+  bool named = false;
   /// A contraction's batch dimensions (first in `interchange`).
   unsigned numBatch = 0;
   /// The input to copy, transposed so that the wide tile dimension is its
@@ -156,6 +161,93 @@ static FailureOr<linalg::LinalgOp> packInput(RewriterBase &rewriter,
   return cast<linalg::LinalgOp>(generic.getOperation());
 }
 
+/// The plan of a contraction for a generic that is not one but has its
+/// shape: each reduction step combines a function of the inputs into every
+/// output element, as `(c_j - p_i)^2` summed over l into a distance matrix,
+/// or `M[k,j,i] (x[n,i] - mu[k,i])` summed over i. Tiled like a
+/// contraction, MR x NR output tiles stay in registers across the reduction
+/// loops, and each step is elementwise on the tile: a broadcast of the
+/// narrow dimension's inputs against vectors of the wide one's. The order
+/// of each element's reduction is the scalar loop's, so the results are
+/// the same bits.
+///
+/// The wide dimension is the output's innermost; the narrow one, another
+/// parallel dimension of the output that no input read along the wide one
+/// depends on (so that a vector of the wide input serves MR rows). The
+/// other output dimensions are batch dimensions, outermost.
+static std::optional<TilePlan>
+planOuterTiles(linalg::LinalgOp op, int64_t lanes, ArrayRef<int64_t> ranges) {
+  auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+  if (!generic || generic.getNumDpsInits() != 1 ||
+      !generic.getBody()->getOps<linalg::IndexOp>().empty() ||
+      !llvm::all_of(generic.getIndexingMapsArray(), [](AffineMap map) {
+        return map.isProjectedPermutation();
+      }))
+    return std::nullopt;
+  AffineMap outputMap =
+      generic.getMatchingIndexingMap(generic.getDpsInitOperand(0));
+  if (outputMap.getNumResults() < 2)
+    return std::nullopt;
+  SmallVector<utils::IteratorType> iterators =
+      generic.getIteratorTypesArray();
+  unsigned numLoops = generic.getNumLoops();
+  auto dimAt = [&](AffineMap map, unsigned position) {
+    return cast<AffineDimExpr>(map.getResult(position)).getPosition();
+  };
+  unsigned wide = dimAt(outputMap, outputMap.getNumResults() - 1);
+  if (iterators[wide] != utils::IteratorType::parallel)
+    return std::nullopt;
+  SmallVector<unsigned> reductions;
+  for (unsigned dim = 0; dim < numLoops; ++dim)
+    if (!outputMap.isFunctionOfDim(dim))
+      reductions.push_back(dim);
+  if (reductions.empty())
+    return std::nullopt;
+  // The inputs read along the wide dimension; at most one may need a
+  // transposed copy to be read contiguously along it.
+  std::optional<unsigned> packOperand;
+  llvm::SmallBitVector wideInputDims(numLoops);
+  for (OpOperand *input : generic.getDpsInputOperands()) {
+    AffineMap map = generic.getMatchingIndexingMap(input);
+    if (!isa<ShapedType>(input->get().getType()) || !map.isFunctionOfDim(wide))
+      continue;
+    for (unsigned position = 0; position < map.getNumResults(); ++position)
+      wideInputDims.set(dimAt(map, position));
+    if (dimAt(map, map.getNumResults() - 1) != wide) {
+      if (packOperand)
+        return std::nullopt;
+      packOperand = input->getOperandNumber();
+    }
+  }
+  std::optional<unsigned> narrow;
+  for (unsigned position = 0; position + 1 < outputMap.getNumResults();
+       ++position) {
+    unsigned dim = dimAt(outputMap, position);
+    if (iterators[dim] == utils::IteratorType::parallel &&
+        !wideInputDims.test(dim))
+      narrow = dim;
+  }
+  if (!narrow)
+    return std::nullopt;
+  TilePlan plan;
+  plan.sizes.assign(numLoops, 1);
+  plan.sizes[*narrow] = clampTile(8, ranges[*narrow]);
+  plan.sizes[wide] = clampTile(2 * lanes, ranges[wide]);
+  for (unsigned position = 0; position < outputMap.getNumResults();
+       ++position) {
+    unsigned dim = dimAt(outputMap, position);
+    if (dim != wide && dim != *narrow)
+      plan.interchange.push_back(dim);
+  }
+  plan.numBatch = plan.interchange.size();
+  plan.interchange.push_back(*narrow);
+  plan.interchange.push_back(wide);
+  llvm::append_range(plan.interchange, reductions);
+  plan.contraction = true;
+  plan.packOperand = packOperand;
+  return plan;
+}
+
 static std::optional<TilePlan> planTiles(linalg::LinalgOp op,
                                          unsigned vectorBits) {
   if (!op.hasPureBufferSemantics() || op.getNumLoops() == 0)
@@ -196,6 +288,7 @@ static std::optional<TilePlan> planTiles(linalg::LinalgOp op,
       for (unsigned k : dims->k)
         plan.interchange.push_back(k);
       plan.contraction = true;
+      plan.named = true;
       // The input indexed by the wide dimension is read a vector at a time
       // along it: when that is not its innermost dimension (A B^T), a
       // transposed copy makes the reads contiguous.
@@ -209,8 +302,85 @@ static std::optional<TilePlan> planTiles(linalg::LinalgOp op,
       return plan;
     }
   }
+  if (std::optional<TilePlan> outer = planOuterTiles(op, lanes, ranges))
+    return outer;
   plan.sizes.back() = clampTile(lanes, ranges.back());
   return plan;
+}
+
+/// Marks the tiles of a generic tiled as a contraction that is not one.
+static StringAttr outerMarker(MLIRContext *context) {
+  return StringAttr::get(context, "__ad_vectorize_outer__");
+}
+
+/// The tile `generic` (static shapes, projected permutation maps) without
+/// its reduction loops of one iteration: operands indexed by them are
+/// rank-reduced views.
+static FailureOr<linalg::GenericOp>
+dropUnitReductions(RewriterBase &rewriter, linalg::GenericOp generic) {
+  MLIRContext *context = generic.getContext();
+  Location loc = generic.getLoc();
+  SmallVector<int64_t> ranges = generic.getStaticLoopRanges();
+  SmallVector<utils::IteratorType> iterators =
+      generic.getIteratorTypesArray();
+  SmallVector<int64_t> newIndex(iterators.size(), -1);
+  SmallVector<utils::IteratorType> newIterators;
+  for (auto [dim, iterator] : llvm::enumerate(iterators)) {
+    if (iterator == utils::IteratorType::reduction && ranges[dim] == 1)
+      continue;
+    newIndex[dim] = newIterators.size();
+    newIterators.push_back(iterator);
+  }
+  if (newIterators.size() == iterators.size() ||
+      !llvm::all_of(generic.getIndexingMapsArray(), [](AffineMap map) {
+        return map.isProjectedPermutation();
+      }))
+    return failure();
+  rewriter.setInsertionPoint(generic);
+  SmallVector<Value> operands;
+  SmallVector<AffineMap> maps;
+  for (OpOperand &operand : generic->getOpOperands()) {
+    AffineMap map = generic.getMatchingIndexingMap(&operand);
+    Value value = operand.get();
+    SmallVector<AffineExpr> results;
+    SmallVector<int64_t> shape;
+    SmallVector<OpFoldResult> offsets, sizes, strides;
+    auto type = dyn_cast<MemRefType>(value.getType());
+    for (auto [position, expr] : llvm::enumerate(map.getResults())) {
+      unsigned dim = cast<AffineDimExpr>(expr).getPosition();
+      if (!type || !type.hasStaticShape())
+        return failure();
+      offsets.push_back(rewriter.getIndexAttr(0));
+      strides.push_back(rewriter.getIndexAttr(1));
+      int64_t size = type.getDimSize(position);
+      sizes.push_back(rewriter.getIndexAttr(size));
+      if (newIndex[dim] < 0)
+        continue;
+      shape.push_back(size);
+      results.push_back(getAffineDimExpr(newIndex[dim], context));
+    }
+    if (type && shape.size() != static_cast<size_t>(type.getRank())) {
+      MemRefType viewType = memref::SubViewOp::inferRankReducedResultType(
+          shape, type, offsets, sizes, strides);
+      value = memref::SubViewOp::create(rewriter, loc, viewType, value,
+                                        offsets, sizes, strides);
+    }
+    operands.push_back(value);
+    maps.push_back(AffineMap::get(newIterators.size(), 0, results, context));
+  }
+  unsigned numInputs = generic.getNumDpsInputs();
+  Block *body = generic.getBody();
+  auto dropped = linalg::GenericOp::create(
+      rewriter, loc, TypeRange(), ArrayRef(operands).take_front(numInputs),
+      ArrayRef(operands).drop_front(numInputs), maps, newIterators,
+      [&](OpBuilder &b, Location, ValueRange arguments) {
+        IRMapping mapping;
+        mapping.map(body->getArguments(), arguments);
+        for (Operation &op : *body)
+          b.clone(op, mapping);
+      });
+  rewriter.eraseOp(generic);
+  return dropped;
 }
 
 /// Tiles `op` as `plan` says and peels the tile loops whose trip count the
@@ -246,9 +416,11 @@ static FailureOr<linalg::LinalgOp> tileAndPeel(RewriterBase &rewriter,
   // The tile has the op's loops and body.
   auto tile = cast<linalg::LinalgOp>(tiled->tiledOps.front());
   // Peeling clones the tile into the remainder loops: all copies are marked
-  // (true for a contraction).
-  tiled->tiledOps.front()->setAttr(marker,
-                                   rewriter.getBoolAttr(plan.contraction));
+  // (true for a contraction proper, which vectorizes into vector.contract).
+  tiled->tiledOps.front()->setAttr(marker, rewriter.getBoolAttr(plan.named));
+  if (plan.contraction && !plan.named)
+    tiled->tiledOps.front()->setAttr(outerMarker(rewriter.getContext()),
+                                     rewriter.getUnitAttr());
   // The innermost tile loops over reduction dimensions carry the output
   // tile (a contraction's accumulators, a reduction's partial result).
   SmallVector<utils::IteratorType> iterators = tile.getIteratorTypesArray();
@@ -696,6 +868,46 @@ struct ContractNarrowOperandFirst : OpRewritePattern<vector::ContractionOp> {
   }
 };
 
+/// A 2-D read that broadcasts along its minor dimension, as the narrow
+/// dimension's input of an outer-product tile is read (`p[i + r, l]` for
+/// every element of row r): one scalar load and splat per row. Upstream
+/// lowers a minor broadcast element by element.
+struct MinorBroadcastRead : OpRewritePattern<vector::TransferReadOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(vector::TransferReadOp read,
+                                PatternRewriter &rewriter) const override {
+    VectorType type = read.getVectorType();
+    AffineMap map = read.getPermutationMap();
+    if (type.getRank() != 2 || type.isScalable() || read.getMask() ||
+        !isa<MemRefType>(read.getBase().getType()) ||
+        !llvm::all_of(read.getInBoundsValues(), [](bool b) { return b; }) ||
+        map.getNumResults() != 2)
+      return failure();
+    auto row = dyn_cast<AffineDimExpr>(map.getResult(0));
+    auto minor = dyn_cast<AffineConstantExpr>(map.getResult(1));
+    if (!row || !minor || minor.getValue() != 0)
+      return failure();
+    Location loc = read.getLoc();
+    auto rowType = VectorType::get({type.getDimSize(1)}, type.getElementType());
+    Value result = ub::PoisonOp::create(rewriter, loc, type);
+    SmallVector<Value> indices(read.getIndices());
+    Value first = indices[row.getPosition()];
+    for (int64_t r = 0; r < type.getDimSize(0); ++r) {
+      Value offset = arith::ConstantIndexOp::create(rewriter, loc, r);
+      indices[row.getPosition()] =
+          arith::AddIOp::create(rewriter, loc, first, offset);
+      Value scalar =
+          memref::LoadOp::create(rewriter, loc, read.getBase(), indices);
+      Value splat = vector::BroadcastOp::create(rewriter, loc, rowType, scalar);
+      result = vector::InsertOp::create(rewriter, loc, splat, result,
+                                        ArrayRef<int64_t>{r});
+    }
+    rewriter.replaceOp(read, result);
+    return success();
+  }
+};
+
 /// Lowers the vector ops vectorization produced to what
 /// convert-vector-to-llvm takes: contractions to FMAs of outer products,
 /// n-D transfers to unrolled 1-D loads and stores.
@@ -704,6 +916,7 @@ static void lowerVectorOps(Operation *root, bool reassociate) {
   // (reads with broadcasting maps) reduced along k: folded back into one
   // vector.contract.
   applyPatterns(root, [](RewritePatternSet &patterns) {
+    patterns.add<MinorBroadcastRead>(patterns.getContext(), /*benefit=*/2);
     vector::populateVectorTransferPermutationMapLoweringPatterns(patterns);
   });
   applyPatterns(root, [](RewritePatternSet &patterns) {
@@ -846,6 +1059,18 @@ struct ADVectorizePass
     for (auto [op, contraction] : tiles) {
       if (!hasStaticShapes(op))
         continue;
+      // A tile of a generic tiled as a contraction runs one step of its
+      // reductions: without those unit loops, its body is elementwise on
+      // the output tile, which vectorizes into broadcasts of the narrow
+      // dimension's inputs against vectors of the wide one's (a unit
+      // dimension innermost in every vector would be lowered element by
+      // element).
+      if (op->removeAttr(outerMarker(func.getContext())))
+        if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation()))
+          if (FailureOr<linalg::GenericOp> dropped =
+                  dropUnitReductions(rewriter, generic);
+              succeeded(dropped))
+            op = cast<linalg::LinalgOp>(dropped->getOperation());
       // Upstream vectorization (LLVM 22) makes `linalg.index` of the
       // innermost loop a 1-D vector even when the tile has leading unit
       // loops, and then reduces or combines it with the 2-D output into

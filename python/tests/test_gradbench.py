@@ -595,6 +595,32 @@ def test_kmeans(k, n, d):
     assert abs(direction[j, l] - grad / hess) <= 1e-6 * max(1, abs(grad / hess))
 
 
+def test_kmeans_ties_and_points_on_centroids():
+    # Centroids 0 and 2 are the same point, and some points are exactly
+    # nearest to both: the gradient's share of such a point is split
+    # equally between them (the min adjoint's convention), in the gradient
+    # and in its derivative. Points on a centroid contribute zero. The
+    # pullback runs its loop over coordinates only for the nearest
+    # centroids (GuardSelectedSum): the other terms are exactly zero.
+    module, _ = gradbench.load("kmeans")
+    rng = np.random.default_rng(5)
+    centroids = rng.uniform(-1, 1, (5, 3))
+    centroids[2] = centroids[0]
+    points = np.concatenate([rng.uniform(-1, 1, (40, 3)), centroids[:3],
+                             centroids[[0, 0, 4]] + 0.01])
+    dist = ((centroids[None, :, :] - points[:, None, :]) ** 2).sum(axis=2)
+    nearest = dist == dist.min(axis=1, keepdims=True)
+    share = nearest / nearest.sum(axis=1, keepdims=True)
+    want_j = 2 * np.einsum("ij,ijl->jl", share,
+                           centroids[None, :, :] - points[:, None, :])
+    want_h = 2 * share.sum(axis=0)[:, None] * np.ones_like(centroids)
+    assert nearest[:, 0].sum() > 1 and np.array_equal(nearest[:, 0],
+                                                      nearest[:, 2])
+    direction = module.dir(points, centroids)
+    np.testing.assert_allclose(direction, want_j / want_h, rtol=1e-12,
+                               atol=1e-15)
+
+
 @pytest.mark.parametrize("variant", ["ff", "fr", "rf", "rr"])
 def test_particle(variant):
     # GradBench validates against this constant (w = 0).

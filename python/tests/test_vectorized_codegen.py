@@ -150,6 +150,79 @@ def test_batch_matmul(named):
     np.testing.assert_allclose(named.batch(a, b, o), o + a @ b, rtol=1e-12)
 
 
+# Generics shaped like contractions but not contractions: an elementwise
+# function of the inputs combined into the output at each reduction step.
+# They are tiled like contractions (ad-vectorize's outer-product tiles): the
+# results must be those of the scalar loops, in every size and layout.
+OUTER = """
+#pl = affine_map<(i, j, l) -> (i, l)>
+#cl = affine_map<(i, j, l) -> (j, l)>
+#lj = affine_map<(i, j, l) -> (l, j)>
+#ij = affine_map<(i, j, l) -> (i, j)>
+#sc = affine_map<(i, j, l) -> ()>
+func.func @distances(%p: tensor<?x?xT>, %c: tensor<?x?xT>, %o: tensor<?x?xT>) -> tensor<?x?xT> {
+  %r = linalg.generic {indexing_maps = [#pl, #cl, #ij], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%p, %c : tensor<?x?xT>, tensor<?x?xT>) outs(%o : tensor<?x?xT>) {
+  ^bb0(%pv: T, %cv: T, %acc: T):
+    %d = arith.subf %cv, %pv : T
+    %sq = arith.mulf %d, %d : T
+    %s = arith.addf %acc, %sq : T
+    linalg.yield %s : T
+  } -> tensor<?x?xT>
+  return %r : tensor<?x?xT>
+}
+func.func @max_products(%a: tensor<?x?xT>, %b: tensor<?x?xT>, %s: T, %o: tensor<?x?xT>) -> tensor<?x?xT> {
+  %r = linalg.generic {indexing_maps = [#pl, #lj, #sc, #ij], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b, %s : tensor<?x?xT>, tensor<?x?xT>, T) outs(%o : tensor<?x?xT>) {
+  ^bb0(%av: T, %bv: T, %sv: T, %acc: T):
+    %m = arith.mulf %av, %bv : T
+    %d = arith.subf %m, %sv : T
+    %x = arith.maximumf %acc, %d : T
+    linalg.yield %x : T
+  } -> tensor<?x?xT>
+  return %r : tensor<?x?xT>
+}
+func.func @centered(%m: tensor<?x?x?xT>, %x: tensor<?x?xT>, %mu: tensor<?x?xT>, %o: tensor<?x?x?xT>) -> tensor<?x?x?xT> {
+  %r = linalg.generic {indexing_maps = [affine_map<(n, k, j, i) -> (k, j, i)>, affine_map<(n, k, j, i) -> (n, i)>, affine_map<(n, k, j, i) -> (k, i)>, affine_map<(n, k, j, i) -> (n, k, j)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%m, %x, %mu : tensor<?x?x?xT>, tensor<?x?xT>, tensor<?x?xT>) outs(%o : tensor<?x?x?xT>) {
+  ^bb0(%mv: T, %xv: T, %muv: T, %acc: T):
+    %c = arith.subf %xv, %muv : T
+    %p = arith.mulf %mv, %c : T
+    %s = arith.addf %acc, %p : T
+    linalg.yield %s : T
+  } -> tensor<?x?x?xT>
+  return %r : tensor<?x?x?xT>
+}
+"""
+
+
+@pytest.mark.parametrize("t,dtype,rtol", [("f64", np.float64, 1e-13),
+                                          ("f32", np.float32, 1e-5)])
+@pytest.mark.parametrize("m,n,k", [(16, 32, 8), (3, 5, 7), (21, 37, 13),
+                                   (9, 17, 1), (8, 16, 20), (40, 3, 2)])
+def test_outer_product_tiles(t, dtype, rtol, m, n, k):
+    mod = mlir_ad.compile(OUTER.replace("T", t))
+    rng = np.random.default_rng(m * 100 + n + k)
+    p = rng.standard_normal((m, k)).astype(dtype)
+    c = rng.standard_normal((n, k)).astype(dtype)
+    o = rng.standard_normal((m, n)).astype(dtype)
+    expected = o + ((c[None, :, :] - p[:, None, :]) ** 2).sum(-1)
+    np.testing.assert_allclose(mod.distances(p, c, o), expected, rtol=rtol)
+    b = rng.standard_normal((k, n)).astype(dtype)
+    s = 0.25
+    expected = np.maximum(o, (p[:, :, None] * b[None, :, :] - s).max(1))
+    np.testing.assert_allclose(mod.max_products(p, b, s, o), expected,
+                               rtol=rtol)
+    # Batch k = 3 of (j: n, i: k) matrices applied to centered rows of x.
+    mm = rng.standard_normal((3, n, k)).astype(dtype)
+    mu = rng.standard_normal((3, k)).astype(dtype)
+    o3 = rng.standard_normal((m, 3, n)).astype(dtype)
+    centered = p[:, None, :] - mu[None, :, :]
+    expected = o3 + np.einsum("kji,nki->nkj", mm, centered)
+    np.testing.assert_allclose(mod.centered(mm, p, mu, o3), expected,
+                               rtol=rtol, atol=rtol)
+
+
 ELEMENTWISE = """
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d1)>

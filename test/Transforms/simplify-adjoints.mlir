@@ -283,3 +283,66 @@ func.func @add_slice_into_values(%acc: tensor<4xf64>, %base: tensor<4xf64>, %d: 
   %r = arith.addf %acc, %ins : tensor<4xf64>
   return %r : tensor<4xf64>
 }
+
+// -----
+
+// The adjoint of row minima fused into the adjoint of the distances: a sum
+// over (i, j, l) whose terms vanish unless dist[i, j] == mins[i]. The
+// comparison runs once per (i, j); the loop over l only where it holds.
+// CHECK-LABEL: func.func @guarded_by_equality
+// CHECK:       scf.for %[[I:.*]] = %c0 to %{{.*}} step %c1 iter_args(
+// CHECK:         scf.for %[[J:.*]] = %c0 to %{{.*}} step %c1 iter_args(%[[ACC:.*]] = %{{.*}})
+// CHECK-DAG:       %[[M:.*]] = tensor.extract %{{.*}}[%[[I]]] : tensor<?xf64>
+// CHECK-DAG:       %[[D:.*]] = tensor.extract %{{.*}}[%[[I]], %[[J]]] : tensor<?x?xf64>
+// CHECK:           %[[EQ:.*]] = arith.cmpf oeq, %[[D]], %[[M]]
+// CHECK:           scf.if %[[EQ]]
+// CHECK:             %[[ROW:.*]] = tensor.extract_slice %[[ACC]][%[[J]], 0] [1, %{{.*}}] [1, 1] : tensor<?x?xf64> to tensor<?xf64>
+// CHECK:             linalg.generic {{.*}} iterator_types = ["parallel"]
+// CHECK-SAME:          outs(%[[ROW]] : tensor<?xf64>)
+// CHECK:             tensor.insert_slice %{{.*}} into %[[ACC]][%[[J]], 0]
+// CHECK:           } else {
+// CHECK-NEXT:        scf.yield %[[ACC]]
+#gpl = affine_map<(i, j, l) -> (i, l)>
+#gcl = affine_map<(i, j, l) -> (j, l)>
+#gi = affine_map<(i, j, l) -> (i)>
+#gij = affine_map<(i, j, l) -> (i, j)>
+func.func @guarded_by_equality(%p: tensor<?x?xf64>, %c: tensor<?x?xf64>, %share: tensor<?xf64>, %mins: tensor<?xf64>, %dist: tensor<?x?xf64>, %init: tensor<?x?xf64>) -> tensor<?x?xf64> {
+  %zero = arith.constant 0.0 : f64
+  %r = linalg.generic {indexing_maps = [#gpl, #gcl, #gi, #gi, #gij, #gcl], iterator_types = ["reduction", "parallel", "parallel"]}
+      ins(%p, %c, %share, %mins, %dist : tensor<?x?xf64>, tensor<?x?xf64>, tensor<?xf64>, tensor<?xf64>, tensor<?x?xf64>) outs(%init : tensor<?x?xf64>) {
+  ^bb0(%pv: f64, %cv: f64, %s: f64, %m: f64, %dv: f64, %out: f64):
+    %e = arith.cmpf oeq, %dv, %m : f64
+    %sel = arith.select %e, %s, %zero : f64
+    %diff = arith.subf %cv, %pv : f64
+    %t = arith.mulf %sel, %diff : f64
+    %o = arith.addf %out, %t : f64
+    linalg.yield %o : f64
+  } -> tensor<?x?xf64>
+  return %r : tensor<?x?xf64>
+}
+
+// -----
+
+// A guard that may hold almost everywhere (a ReLU's x > 0) stays a dense
+// loop nest.
+// CHECK-LABEL: func.func @not_guarded_by_order
+// CHECK-NOT:   scf.for
+// CHECK:       linalg.generic
+#gpl = affine_map<(i, j, l) -> (i, l)>
+#gcl = affine_map<(i, j, l) -> (j, l)>
+#gi = affine_map<(i, j, l) -> (i)>
+#gij = affine_map<(i, j, l) -> (i, j)>
+func.func @not_guarded_by_order(%p: tensor<?x?xf64>, %c: tensor<?x?xf64>, %share: tensor<?xf64>, %dist: tensor<?x?xf64>, %init: tensor<?x?xf64>) -> tensor<?x?xf64> {
+  %zero = arith.constant 0.0 : f64
+  %r = linalg.generic {indexing_maps = [#gpl, #gcl, #gi, #gij, #gcl], iterator_types = ["reduction", "parallel", "parallel"]}
+      ins(%p, %c, %share, %dist : tensor<?x?xf64>, tensor<?x?xf64>, tensor<?xf64>, tensor<?x?xf64>) outs(%init : tensor<?x?xf64>) {
+  ^bb0(%pv: f64, %cv: f64, %s: f64, %dv: f64, %out: f64):
+    %e = arith.cmpf ogt, %dv, %zero : f64
+    %sel = arith.select %e, %s, %zero : f64
+    %diff = arith.subf %cv, %pv : f64
+    %t = arith.mulf %sel, %diff : f64
+    %o = arith.addf %out, %t : f64
+    linalg.yield %o : f64
+  } -> tensor<?x?xf64>
+  return %r : tensor<?x?xf64>
+}

@@ -305,3 +305,40 @@ func.func @mislabeled_iterators(%y: memref<6x16xf64>, %a: memref<16xf64>, %b: me
   }
   return
 }
+
+// -----
+
+// Squared distances: a generic shaped like a contraction (p's rows against
+// c's rows, summed over l) but not one. It is tiled like one: 8 x 16 output
+// tiles carried in registers across l, c read through a transposed copy
+// along the wide dimension, one scalar of p splatted per row, and the body
+// elementwise on the tile (no vector.contract, no reduction of a unit
+// dimension).
+// CHECK-LABEL: func.func @distances
+// CHECK:       vector.shuffle
+// CHECK:       scf.for {{.*}} step %c16
+// CHECK:         scf.for {{.*}} step %c8
+// CHECK:           scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<8x16xf64>)
+// CHECK-COUNT-8:     vector.broadcast %{{.*}} : f64 to vector<16xf64>
+// CHECK:             arith.subf %{{.*}} : vector<8x16xf64>
+// CHECK-NEXT:        arith.mulf %{{.*}} : vector<8x16xf64>
+// CHECK-NEXT:        arith.addf %{{.*}} : vector<8x16xf64>
+// CHECK-NOT:   vector.contract
+// CHECK-NOT:   vector.multi_reduction
+// OFF-LABEL:   func.func @distances
+// OFF:         linalg.generic
+#dp = affine_map<(i, j, l) -> (i, l)>
+#dc = affine_map<(i, j, l) -> (j, l)>
+#dout = affine_map<(i, j, l) -> (i, j)>
+func.func @distances(%p: memref<16x8xf64>, %c: memref<32x8xf64>) -> memref<16x32xf64> {
+  %o = memref.alloc() : memref<16x32xf64>
+  linalg.generic {indexing_maps = [#dp, #dc, #dout], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%p, %c : memref<16x8xf64>, memref<32x8xf64>) outs(%o : memref<16x32xf64>) {
+  ^bb0(%pv: f64, %cv: f64, %acc: f64):
+    %d = arith.subf %cv, %pv : f64
+    %sq = arith.mulf %d, %d : f64
+    %s = arith.addf %acc, %sq : f64
+    linalg.yield %s : f64
+  }
+  return %o : memref<16x32xf64>
+}
