@@ -70,6 +70,14 @@ struct EraseDeadResultChains : OpRewritePattern<linalg::GenericOp> {
     }
     if (keptOutputs.size() == generic.getNumResults())
       return rewriter.notifyMatchFailure(generic, "every init is read");
+    // The outputs that stay must still give every loop its range.
+    SmallVector<OpOperand *> dropped;
+    for (OpOperand &init : generic.getDpsInitsMutable())
+      if (!llvm::is_contained(keptOutputs,
+                              init.getOperandNumber() - numInputs))
+        dropped.push_back(&init);
+    if (!generic.canOpOperandsBeDropped(dropped))
+      return rewriter.notifyMatchFailure(generic, "a loop would lose its range");
 
     SmallVector<Value> inits;
     SmallVector<Type> resultTypes;
@@ -102,6 +110,10 @@ struct EraseDeadResultChains : OpRewritePattern<linalg::GenericOp> {
           linalg::YieldOp::create(b, loc, yielded);
         });
     replacement->setDiscardableAttrs(generic->getDiscardableAttrDictionary());
+    if (generic.getDocAttr())
+      replacement.setDocAttr(generic.getDocAttr());
+    if (generic.getLibraryCallAttr())
+      replacement.setLibraryCallAttr(generic.getLibraryCallAttr());
     SmallVector<Value> replacements(generic.getNumResults(), Value());
     for (auto [position, i] : llvm::enumerate(keptOutputs))
       replacements[i] = replacement->getResult(position);

@@ -368,6 +368,11 @@ struct GuardSelectedSum : OpRewritePattern<linalg::GenericOp> {
     if (!term)
       return rewriter.notifyMatchFailure(generic, "not a sum");
     Block *body = generic.getBody();
+    // Skipping iterations must skip nothing but their terms.
+    if (!llvm::all_of(body->without_terminator(), [](Operation &op) {
+          return isMemoryEffectFree(&op);
+        }))
+      return rewriter.notifyMatchFailure(generic, "body with effects");
     unsigned numLoops = generic.getNumLoops();
     for (auto select : body->getOps<arith::SelectOp>()) {
       auto compare = select.getCondition().getDefiningOp<arith::CmpFOp>();

@@ -173,8 +173,9 @@ static FailureOr<linalg::LinalgOp> packInput(RewriterBase &rewriter,
 ///
 /// The wide dimension is the output's innermost; the narrow one, another
 /// parallel dimension of the output that no input read along the wide one
-/// depends on (so that a vector of the wide input serves MR rows). The
-/// other output dimensions are batch dimensions, outermost.
+/// depends on (so that a vector of the wide input serves MR rows), the
+/// innermost of them in the output when there are several. The other
+/// output dimensions are batch dimensions, outermost.
 static std::optional<TilePlan>
 planOuterTiles(linalg::LinalgOp op, int64_t lanes, ArrayRef<int64_t> ranges) {
   auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
@@ -228,6 +229,16 @@ planOuterTiles(linalg::LinalgOp op, int64_t lanes, ArrayRef<int64_t> ranges) {
       narrow = dim;
   }
   if (!narrow)
+    return std::nullopt;
+  // Worth it only for whole vectors along the wide dimension, and, when an
+  // input must be copied transposed (a pass over all of it), for a narrow
+  // dimension long enough to read each copied vector many times (a batch
+  // of 8 x 16 distance blocks ran 2x slower with the copy than as vectors
+  // along the reduction).
+  auto atLeast = [&](unsigned dim, int64_t size) {
+    return ShapedType::isDynamic(ranges[dim]) || ranges[dim] >= size;
+  };
+  if (!atLeast(wide, lanes) || (packOperand && !atLeast(*narrow, 32)))
     return std::nullopt;
   TilePlan plan;
   plan.sizes.assign(numLoops, 1);
@@ -305,17 +316,27 @@ static std::optional<TilePlan> planTiles(linalg::LinalgOp op,
   if (std::optional<TilePlan> outer = planOuterTiles(op, lanes, ranges))
     return outer;
   plan.sizes.back() = clampTile(lanes, ranges.back());
+  // Vectors along a parallel innermost loop: the reduction loops run inside
+  // the parallel tile loops, so that a vector of the output stays in a
+  // register across them instead of being read and written back at every
+  // step (`out[k, i] += M[k, j, i] d[n, k, j]` over n and j went through
+  // all of M once per n).
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  if (iterators.back() == utils::IteratorType::parallel &&
+      llvm::is_contained(iterators, utils::IteratorType::reduction)) {
+    for (unsigned dim = 0; dim < numLoops; ++dim)
+      if (iterators[dim] == utils::IteratorType::parallel)
+        plan.interchange.push_back(dim);
+    for (unsigned dim = 0; dim < numLoops; ++dim)
+      if (iterators[dim] == utils::IteratorType::reduction)
+        plan.interchange.push_back(dim);
+  }
   return plan;
 }
 
-/// Marks the tiles of a generic tiled as a contraction that is not one.
-static StringAttr outerMarker(MLIRContext *context) {
-  return StringAttr::get(context, "__ad_vectorize_outer__");
-}
-
 /// The tile `generic` (static shapes, projected permutation maps) without
-/// its reduction loops of one iteration: operands indexed by them are
-/// rank-reduced views.
+/// its reduction loops when each has one iteration: operands indexed by
+/// them are rank-reduced views, and the tile is elementwise.
 static FailureOr<linalg::GenericOp>
 dropUnitReductions(RewriterBase &rewriter, linalg::GenericOp generic) {
   MLIRContext *context = generic.getContext();
@@ -331,11 +352,30 @@ dropUnitReductions(RewriterBase &rewriter, linalg::GenericOp generic) {
     newIndex[dim] = newIterators.size();
     newIterators.push_back(iterator);
   }
+  // Only when no reduction is left: the tile is then elementwise.
   if (newIterators.size() == iterators.size() ||
+      llvm::is_contained(newIterators, utils::IteratorType::reduction) ||
       !llvm::all_of(generic.getIndexingMapsArray(), [](AffineMap map) {
         return map.isProjectedPermutation();
       }))
     return failure();
+  // Buffers of static shape, none of rank 0 before or after (upstream
+  // vectorization of LLVM 22 crashes on some generics reading a rank-0
+  // buffer through a broadcast).
+  for (OpOperand &operand : generic->getOpOperands()) {
+    auto type = dyn_cast<MemRefType>(operand.get().getType());
+    AffineMap map = generic.getMatchingIndexingMap(&operand);
+    if (!type) {
+      if (map.getNumResults() != 0)
+        return failure();
+      continue;
+    }
+    if (!type.hasStaticShape() ||
+        llvm::all_of(map.getResults(), [&](AffineExpr expr) {
+          return newIndex[cast<AffineDimExpr>(expr).getPosition()] < 0;
+        }))
+      return failure();
+  }
   rewriter.setInsertionPoint(generic);
   SmallVector<Value> operands;
   SmallVector<AffineMap> maps;
@@ -348,8 +388,6 @@ dropUnitReductions(RewriterBase &rewriter, linalg::GenericOp generic) {
     auto type = dyn_cast<MemRefType>(value.getType());
     for (auto [position, expr] : llvm::enumerate(map.getResults())) {
       unsigned dim = cast<AffineDimExpr>(expr).getPosition();
-      if (!type || !type.hasStaticShape())
-        return failure();
       offsets.push_back(rewriter.getIndexAttr(0));
       strides.push_back(rewriter.getIndexAttr(1));
       int64_t size = type.getDimSize(position);
@@ -418,9 +456,6 @@ static FailureOr<linalg::LinalgOp> tileAndPeel(RewriterBase &rewriter,
   // Peeling clones the tile into the remainder loops: all copies are marked
   // (true for a contraction proper, which vectorizes into vector.contract).
   tiled->tiledOps.front()->setAttr(marker, rewriter.getBoolAttr(plan.named));
-  if (plan.contraction && !plan.named)
-    tiled->tiledOps.front()->setAttr(outerMarker(rewriter.getContext()),
-                                     rewriter.getUnitAttr());
   // The innermost tile loops over reduction dimensions carry the output
   // tile (a contraction's accumulators, a reduction's partial result).
   SmallVector<utils::IteratorType> iterators = tile.getIteratorTypesArray();
@@ -879,21 +914,31 @@ struct MinorBroadcastRead : OpRewritePattern<vector::TransferReadOp> {
                                 PatternRewriter &rewriter) const override {
     VectorType type = read.getVectorType();
     AffineMap map = read.getPermutationMap();
-    if (type.getRank() != 2 || type.isScalable() || read.getMask() ||
-        !isa<MemRefType>(read.getBase().getType()) ||
+    unsigned rank = type.getRank();
+    auto memrefType = dyn_cast<MemRefType>(read.getBase().getType());
+    if (rank < 2 || type.isScalable() || read.getMask() || !memrefType ||
+        memrefType.getElementType() != type.getElementType() ||
         !llvm::all_of(read.getInBoundsValues(), [](bool b) { return b; }) ||
-        map.getNumResults() != 2)
+        map.getNumResults() != rank)
       return failure();
-    auto row = dyn_cast<AffineDimExpr>(map.getResult(0));
-    auto minor = dyn_cast<AffineConstantExpr>(map.getResult(1));
+    // Leading unit dimensions (a batch dimension of the tile) are allowed.
+    for (unsigned i = 0; i + 2 < rank; ++i)
+      if (type.getDimSize(i) != 1)
+        return failure();
+    auto row = dyn_cast<AffineDimExpr>(map.getResult(rank - 2));
+    auto minor = dyn_cast<AffineConstantExpr>(map.getResult(rank - 1));
     if (!row || !minor || minor.getValue() != 0)
       return failure();
     Location loc = read.getLoc();
-    auto rowType = VectorType::get({type.getDimSize(1)}, type.getElementType());
-    Value result = ub::PoisonOp::create(rewriter, loc, type);
+    int64_t rows = type.getDimSize(rank - 2);
+    auto rowType =
+        VectorType::get({type.getDimSize(rank - 1)}, type.getElementType());
+    auto tileType = VectorType::get({rows, type.getDimSize(rank - 1)},
+                                    type.getElementType());
+    Value result = ub::PoisonOp::create(rewriter, loc, tileType);
     SmallVector<Value> indices(read.getIndices());
     Value first = indices[row.getPosition()];
-    for (int64_t r = 0; r < type.getDimSize(0); ++r) {
+    for (int64_t r = 0; r < rows; ++r) {
       Value offset = arith::ConstantIndexOp::create(rewriter, loc, r);
       indices[row.getPosition()] =
           arith::AddIOp::create(rewriter, loc, first, offset);
@@ -903,6 +948,8 @@ struct MinorBroadcastRead : OpRewritePattern<vector::TransferReadOp> {
       result = vector::InsertOp::create(rewriter, loc, splat, result,
                                         ArrayRef<int64_t>{r});
     }
+    if (rank > 2)
+      result = vector::ShapeCastOp::create(rewriter, loc, type, result);
     rewriter.replaceOp(read, result);
     return success();
   }
@@ -1064,8 +1111,10 @@ struct ADVectorizePass
       // the output tile, which vectorizes into broadcasts of the narrow
       // dimension's inputs against vectors of the wide one's (a unit
       // dimension innermost in every vector would be lowered element by
-      // element).
-      if (op->removeAttr(outerMarker(func.getContext())))
+      // element). So does a tile of vectors along a parallel loop with
+      // reductions around it (a multiply-add would become a contraction
+      // of unit reductions, lowered one element at a time).
+      if (!contraction)
         if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation()))
           if (FailureOr<linalg::GenericOp> dropped =
                   dropUnitReductions(rewriter, generic);

@@ -313,7 +313,8 @@ func.func @mislabeled_iterators(%y: memref<6x16xf64>, %a: memref<16xf64>, %b: me
 // tiles carried in registers across l, c read through a transposed copy
 // along the wide dimension, one scalar of p splatted per row, and the body
 // elementwise on the tile (no vector.contract, no reduction of a unit
-// dimension).
+// dimension). (With fewer than 32 rows the transposed copy would cost more
+// than it saves: then vectors along l.)
 // CHECK-LABEL: func.func @distances
 // CHECK:       vector.shuffle
 // CHECK:       scf.for {{.*}} step %c16
@@ -330,9 +331,32 @@ func.func @mislabeled_iterators(%y: memref<6x16xf64>, %a: memref<16xf64>, %b: me
 #dp = affine_map<(i, j, l) -> (i, l)>
 #dc = affine_map<(i, j, l) -> (j, l)>
 #dout = affine_map<(i, j, l) -> (i, j)>
-func.func @distances(%p: memref<16x8xf64>, %c: memref<32x8xf64>) -> memref<16x32xf64> {
-  %o = memref.alloc() : memref<16x32xf64>
+func.func @distances(%p: memref<32x8xf64>, %c: memref<32x8xf64>) -> memref<32x32xf64> {
+  %o = memref.alloc() : memref<32x32xf64>
   linalg.generic {indexing_maps = [#dp, #dc, #dout], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%p, %c : memref<32x8xf64>, memref<32x8xf64>) outs(%o : memref<32x32xf64>) {
+  ^bb0(%pv: f64, %cv: f64, %acc: f64):
+    %d = arith.subf %cv, %pv : f64
+    %sq = arith.mulf %d, %d : f64
+    %s = arith.addf %acc, %sq : f64
+    linalg.yield %s : f64
+  }
+  return %o : memref<32x32xf64>
+}
+
+// -----
+
+// The same shape with 16 rows: the copy of c would be read by two row
+// tiles only, so the generic runs as vectors along its innermost loop.
+// CHECK-LABEL: func.func @few_rows
+// CHECK-NOT:   vector<8x16xf64>
+// CHECK:       vector.reduction
+#fp = affine_map<(i, j, l) -> (i, l)>
+#fc = affine_map<(i, j, l) -> (j, l)>
+#fout = affine_map<(i, j, l) -> (i, j)>
+func.func @few_rows(%p: memref<16x8xf64>, %c: memref<32x8xf64>) -> memref<16x32xf64> {
+  %o = memref.alloc() : memref<16x32xf64>
+  linalg.generic {indexing_maps = [#fp, #fc, #fout], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%p, %c : memref<16x8xf64>, memref<32x8xf64>) outs(%o : memref<16x32xf64>) {
   ^bb0(%pv: f64, %cv: f64, %acc: f64):
     %d = arith.subf %cv, %pv : f64
@@ -341,4 +365,30 @@ func.func @distances(%p: memref<16x8xf64>, %c: memref<32x8xf64>) -> memref<16x32
     linalg.yield %s : f64
   }
   return %o : memref<16x32xf64>
+}
+
+// -----
+
+// Vectors along a parallel innermost loop (i) with reductions over outer
+// loops (n, j): the reduction loops run inside the parallel tile loops and
+// carry the output vector in a register, instead of reading and writing it
+// at every step.
+// CHECK-LABEL: func.func @reductions_inside
+// CHECK:       scf.for %{{.*}} = %c0 to %c4 step %c1
+// CHECK:         scf.for %{{.*}} = %c0 to %c16 step %c8
+// CHECK:           scf.for %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<1x8xf64>)
+// CHECK:             scf.for %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<1x8xf64>)
+#rm = affine_map<(n, k, j, i) -> (k, j, i)>
+#rd = affine_map<(n, k, j, i) -> (n, k, j)>
+#ro = affine_map<(n, k, j, i) -> (k, i)>
+func.func @reductions_inside(%m: memref<4x5x16xf64>, %d: memref<7x4x5xf64>) -> memref<4x16xf64> {
+  %o = memref.alloc() : memref<4x16xf64>
+  linalg.generic {indexing_maps = [#rm, #rd, #ro], iterator_types = ["reduction", "parallel", "reduction", "parallel"]}
+      ins(%m, %d : memref<4x5x16xf64>, memref<7x4x5xf64>) outs(%o : memref<4x16xf64>) {
+  ^bb0(%mv: f64, %dv: f64, %acc: f64):
+    %p = arith.mulf %mv, %dv : f64
+    %s = arith.addf %acc, %p : f64
+    linalg.yield %s : f64
+  }
+  return %o : memref<4x16xf64>
 }
