@@ -498,3 +498,23 @@ func.func @init_read_by_kept(%x: tensor<5xf64>, %a: tensor<f64>, %b: tensor<f64>
   } -> (tensor<f64>, tensor<f64>)
   return %r#0 : tensor<f64>
 }
+
+// -----
+
+// An unused result that alone gives a loop its range stays (review
+// finding: dropping it made an invalid generic).
+#dx = affine_map<(i, j) -> (i)>
+#dij = affine_map<(i, j) -> (i, j)>
+// CHECK-LABEL: func.func @only_range_of_a_loop
+// CHECK: linalg.generic
+// CHECK-SAME: outs(%{{.*}}, %{{.*}} : tensor<4xf64>, tensor<4x3xf64>)
+func.func @only_range_of_a_loop(%x: tensor<4xf64>, %a: tensor<4xf64>, %b: tensor<4x3xf64>) -> tensor<4xf64> {
+  %r:2 = linalg.generic {indexing_maps = [#dx, #dx, #dij], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<4xf64>) outs(%a, %b : tensor<4xf64>, tensor<4x3xf64>) {
+  ^bb0(%xv: f64, %acc: f64, %o: f64):
+    %s = arith.addf %acc, %xv : f64
+    %t = arith.mulf %xv, %o : f64
+    linalg.yield %s, %t : f64, f64
+  } -> (tensor<4xf64>, tensor<4x3xf64>)
+  return %r#0 : tensor<4xf64>
+}
