@@ -1049,6 +1049,29 @@ struct ADVectorizePass
     // canonicalization turns into static subview types.
     SmallVector<linalg::LinalgOp> ops;
     func.walk([&](linalg::LinalgOp op) { ops.push_back(op); });
+    // Named contractions whose operands are extended other than as upstream
+    // vectorization of a named op extends them (an unsigned cast: its
+    // vector.contract sign-extends, which gave -13 for 255 * 13 in u8; mixed
+    // element types of a batch_matmul: a vector.contract nothing lowers)
+    // are vectorized from their generic form, whose body says how.
+    for (linalg::LinalgOp &op : ops) {
+      if (isa<linalg::GenericOp>(op.getOperation()) ||
+          !linalg::isaContractionOpInterface(op))
+        continue;
+      auto castAttr = op->getAttrOfType<linalg::TypeFnAttr>("cast");
+      Type element = getElementTypeOrSelf(op->getOperand(0).getType());
+      bool mixed = llvm::any_of(op->getOperandTypes(), [&](Type type) {
+        return getElementTypeOrSelf(type) != element;
+      });
+      if (!mixed && (!castAttr ||
+                     castAttr.getValue() != linalg::TypeFn::cast_unsigned))
+        continue;
+      rewriter.setInsertionPoint(op);
+      FailureOr<linalg::GenericOp> generic =
+          linalg::generalizeNamedOp(rewriter, op);
+      if (succeeded(generic))
+        op = cast<linalg::LinalgOp>(generic->getOperation());
+    }
     StringAttr marker = rewriter.getStringAttr("__ad_vectorize__");
     StringAttr reductionMarker =
         rewriter.getStringAttr("__ad_vectorize_reduction__");

@@ -562,3 +562,55 @@ def test_expm1_log1p_keep_their_digits(t, dtype, rtol):
                                    rtol=rtol * 4)
         np.testing.assert_allclose(mod.log1p_scalar(abs(v)), want_l[0],
                                    rtol=rtol * 4)
+
+
+# Named contractions that extend their operands: unsigned casts (a
+# vector.contract made from the named op sign-extended them: 255 * 13 came
+# out as -13) and mixed element types in a batch_matmul (a vector.contract
+# nothing lowered). Both are vectorized from their generic form.
+EXTENDING = """
+func.func @mm_u8(%a: tensor<?x?xi8>, %b: tensor<?x?xi8>, %o: tensor<?x?xi32>) -> tensor<?x?xi32> {
+  %r = linalg.matmul {cast = #linalg.type_fn<cast_unsigned>} ins(%a, %b : tensor<?x?xi8>, tensor<?x?xi8>) outs(%o : tensor<?x?xi32>) -> tensor<?x?xi32>
+  return %r : tensor<?x?xi32>
+}
+func.func @mm_u16(%a: tensor<?x?xi16>, %b: tensor<?x?xi16>, %o: tensor<?x?xi64>) -> tensor<?x?xi64> {
+  %r = linalg.matmul {cast = #linalg.type_fn<cast_unsigned>} ins(%a, %b : tensor<?x?xi16>, tensor<?x?xi16>) outs(%o : tensor<?x?xi64>) -> tensor<?x?xi64>
+  return %r : tensor<?x?xi64>
+}
+func.func @bmm_f16(%a: tensor<?x?x?xf16>, %b: tensor<?x?x?xf16>, %o: tensor<?x?x?xf32>) -> tensor<?x?x?xf32> {
+  %r = linalg.batch_matmul ins(%a, %b : tensor<?x?x?xf16>, tensor<?x?x?xf16>) outs(%o : tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
+  return %r : tensor<?x?x?xf32>
+}
+func.func @bmm_i8(%a: tensor<?x?x?xi8>, %b: tensor<?x?x?xi8>, %o: tensor<?x?x?xi32>) -> tensor<?x?x?xi32> {
+  %r = linalg.batch_matmul ins(%a, %b : tensor<?x?x?xi8>, tensor<?x?x?xi8>) outs(%o : tensor<?x?x?xi32>) -> tensor<?x?x?xi32>
+  return %r : tensor<?x?x?xi32>
+}
+"""
+
+
+@pytest.mark.parametrize("m,n,k", [(8, 32, 13), (17, 40, 5), (8, 16, 3)])
+def test_extending_named_contractions(m, n, k):
+    mod = mlir_ad.compile(EXTENDING)
+    rng = np.random.default_rng(m + n + k)
+    a = rng.integers(-128, 128, (m, k)).astype(np.int8)
+    b = rng.integers(-128, 128, (k, n)).astype(np.int8)
+    o = np.zeros((m, n), np.int32)
+    want = a.view(np.uint8).astype(np.int64) @ b.view(np.uint8).astype(np.int64)
+    np.testing.assert_array_equal(mod.mm_u8(a, b, o), want.astype(np.int32))
+    a16 = rng.integers(-2**15, 2**15, (m, k)).astype(np.int16)
+    b16 = rng.integers(-2**15, 2**15, (k, n)).astype(np.int16)
+    want = (a16.view(np.uint16).astype(np.uint64) @
+            b16.view(np.uint16).astype(np.uint64)).astype(np.int64)
+    np.testing.assert_array_equal(
+        mod.mm_u16(a16, b16, np.zeros((m, n), np.int64)), want)
+    x = rng.standard_normal((2, m, k)).astype(np.float16)
+    y = rng.standard_normal((2, k, n)).astype(np.float16)
+    want = x.astype(np.float32) @ y.astype(np.float32)
+    np.testing.assert_allclose(
+        mod.bmm_f16(x, y, np.zeros((2, m, n), np.float32)), want, rtol=1e-5,
+        atol=1e-5)
+    xi = rng.integers(-128, 128, (2, m, k)).astype(np.int8)
+    yi = rng.integers(-128, 128, (2, k, n)).astype(np.int8)
+    want = (xi.astype(np.int64) @ yi.astype(np.int64)).astype(np.int32)
+    np.testing.assert_array_equal(
+        mod.bmm_i8(xi, yi, np.zeros((2, m, n), np.int32)), want)
