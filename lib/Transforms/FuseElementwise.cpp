@@ -22,6 +22,7 @@
 #include "ad/Transforms/Passes.h"
 #include "ad/Transforms/Preparation.h"
 
+#include "GenericParts.h"
 #include "IndexingLoops.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -41,6 +42,7 @@ namespace mlir::ad {
 } // namespace mlir::ad
 
 using namespace mlir;
+using mlir::ad::bodySlice;
 using mlir::ad::loopsOf;
 
 namespace {
@@ -198,20 +200,6 @@ static void giveDestinationsBack(Operation *root) {
   }
 }
 
-/// The ops of `body` that the yielded values `yielded` depend on.
-static llvm::SetVector<Operation *> bodySlice(Block *body,
-                                              ArrayRef<Value> yielded) {
-  llvm::SetVector<Operation *> slice;
-  SmallVector<Value> worklist(yielded.begin(), yielded.end());
-  while (!worklist.empty()) {
-    Operation *def = worklist.pop_back_val().getDefiningOp();
-    if (!def || def->getBlock() != body || !slice.insert(def))
-      continue;
-    llvm::append_range(worklist, def->getOperands());
-  }
-  return slice;
-}
-
 /// Splits a generic on tensors whose outputs are indexed by different sets
 /// of loops into one generic per set: an elementwise output (every loop)
 /// and a reduction (the adjoints merge `dp * t` and `sum(dp)`; fusion
@@ -289,40 +277,15 @@ static void splitMixedOutputs(RewriterBase &rewriter, Operation *root) {
 
     rewriter.setInsertionPoint(op);
     for (auto &[loops, inits] : groups) {
-      SmallVector<Value> values = yieldedBy(inits);
-      llvm::SetVector<Operation *> slice = bodySlice(body, values);
-      SmallVector<Value> outs;
-      SmallVector<Type> types;
-      SmallVector<AffineMap> maps;
-      for (OpOperand *input : op.getDpsInputOperands())
-        maps.push_back(op.getMatchingIndexingMap(input));
-      for (OpOperand *init : inits) {
-        outs.push_back(init->get());
-        types.push_back(init->get().getType());
-        maps.push_back(op.getMatchingIndexingMap(init));
-      }
+      llvm::SetVector<Operation *> slice = bodySlice(body, yieldedBy(inits));
+      SmallVector<AffineMap> outputMaps;
+      for (OpOperand *init : inits)
+        outputMaps.push_back(op.getMatchingIndexingMap(init));
       // The loops the part's outputs are indexed by are parallel, the others
       // reduced (an elementwise part has only parallel loops).
-      SmallVector<utils::IteratorType> iterators = ad::iteratorTypesOfOutputs(
-          numLoops, ArrayRef<AffineMap>(maps).take_back(inits.size()));
-      auto part = linalg::GenericOp::create(
-          rewriter, op.getLoc(), types, op.getDpsInputs(), outs, maps,
-          iterators, [&](OpBuilder &b, Location, ValueRange args) {
-            IRMapping mapping;
-            unsigned numInputs = op.getNumDpsInputs();
-            for (unsigned i = 0; i < numInputs; ++i)
-              mapping.map(body->getArgument(i), args[i]);
-            for (auto [i, init] : llvm::enumerate(inits))
-              mapping.map(op.getMatchingBlockArgument(init),
-                          args[numInputs + i]);
-            for (Operation &o : body->without_terminator())
-              if (slice.contains(&o))
-                b.clone(o, mapping);
-            SmallVector<Value> results;
-            for (Value v : values)
-              results.push_back(mapping.lookupOrDefault(v));
-            linalg::YieldOp::create(b, op.getLoc(), results);
-          });
+      linalg::GenericOp part = ad::buildGenericPart(
+          rewriter, op, inits,
+          ad::iteratorTypesOfOutputs(numLoops, outputMaps), slice);
       for (auto [init, result] : llvm::zip(inits, part->getResults()))
         rewriter.replaceAllUsesWith(op.getTiedOpResult(init), result);
     }

@@ -34,6 +34,9 @@
 
 #include "ad/Transforms/Passes.h"
 
+#include "GenericParts.h"
+#include "IndexingLoops.h"
+
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
@@ -382,34 +385,23 @@ struct GuardSelectedSum : OpRewritePattern<linalg::GenericOp> {
           !vanishesWith(term, select.getResult(), body))
         continue;
       // The body ops computing the comparison and the loops of the inputs
-      // they read.
-      llvm::SetVector<Operation *> slice;
+      // they read (no output: it changes along the loops).
+      llvm::SetVector<Operation *> slice =
+          bodySlice(body, {compare.getResult()});
       llvm::SmallSetVector<unsigned, 4> inputs;
       llvm::SmallBitVector guardLoops(numLoops);
       bool supported = true;
-      SmallVector<Value> worklist(compare->getOperands());
-      slice.insert(compare);
-      while (!worklist.empty() && supported) {
-        Value value = worklist.pop_back_val();
-        if (auto argument = dyn_cast<BlockArgument>(value)) {
-          if (argument.getOwner() != body)
+      for (Operation *op : slice) {
+        supported &= op->getNumRegions() == 0;
+        for (Value operand : op->getOperands()) {
+          auto argument = dyn_cast<BlockArgument>(operand);
+          if (!argument || argument.getOwner() != body)
             continue;
-          OpOperand *operand = generic.getMatchingOpOperand(argument);
-          supported = generic.isDpsInput(operand);
-          if (!supported)
-            break;
+          OpOperand *input = generic.getMatchingOpOperand(argument);
+          supported &= generic.isDpsInput(input);
           inputs.insert(argument.getArgNumber());
-          for (AffineExpr expr :
-               generic.getMatchingIndexingMap(operand).getResults())
-            guardLoops.set(dimOf(expr));
-          continue;
+          guardLoops |= loopsOf(generic.getMatchingIndexingMap(input));
         }
-        Operation *def = value.getDefiningOp();
-        if (def->getBlock() != body)
-          continue;
-        supported = def->getNumRegions() == 0 && isMemoryEffectFree(def);
-        if (slice.insert(def))
-          llvm::append_range(worklist, def->getOperands());
       }
       if (!supported || guardLoops.none() || guardLoops.all())
         continue;

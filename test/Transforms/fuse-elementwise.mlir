@@ -518,3 +518,30 @@ func.func @only_range_of_a_loop(%x: tensor<4xf64>, %a: tensor<4xf64>, %b: tensor
   } -> (tensor<4xf64>, tensor<4x3xf64>)
   return %r#0 : tensor<4xf64>
 }
+
+// -----
+
+// Of three results, the first is read and reads the second's init, the
+// third is read by nobody: the second stays with the ops computing it (it
+// is not read, but its init is), the third goes.
+#kx = affine_map<(i) -> (i)>
+#ks = affine_map<(i) -> ()>
+// CHECK-LABEL: func.func @kept_for_its_init
+// CHECK: %[[R:.*]]:2 = linalg.generic
+// CHECK-SAME: outs(%{{.*}}, %{{.*}} : tensor<f64>, tensor<f64>)
+// CHECK: ^bb0(%[[X:.*]]: f64, %[[S:.*]]: f64, %[[M:.*]]: f64):
+// CHECK-DAG: %[[N:.*]] = arith.maximumf %[[M]], %[[X]]
+// CHECK-DAG: %[[T:.*]] = arith.addf %[[S]], %[[M]]
+// CHECK-NOT: arith.mulf
+// CHECK: linalg.yield %[[T]], %[[N]]
+func.func @kept_for_its_init(%x: tensor<5xf64>, %a: tensor<f64>, %b: tensor<f64>, %c: tensor<f64>) -> tensor<f64> {
+  %r:3 = linalg.generic {indexing_maps = [#kx, #ks, #ks, #ks], iterator_types = ["reduction"]}
+      ins(%x : tensor<5xf64>) outs(%a, %b, %c : tensor<f64>, tensor<f64>, tensor<f64>) {
+  ^bb0(%xv: f64, %s: f64, %m: f64, %p: f64):
+    %n = arith.maximumf %m, %xv : f64
+    %t = arith.addf %s, %m : f64
+    %q = arith.mulf %p, %xv : f64
+    linalg.yield %t, %n, %q : f64, f64, f64
+  } -> (tensor<f64>, tensor<f64>, tensor<f64>)
+  return %r#0 : tensor<f64>
+}
