@@ -56,6 +56,36 @@ static bool isRecursive(func::CallOp call, const DerivativeFunctions &functions,
          emitter.isSameRecursion(emitter.lookupCallee(call));
 }
 
+/// Whether `call` is checkpointed (kCheckpointAttrName): its callee, not
+/// recursive, runs as it is in the forward sweep and again in the reverse.
+static bool isCheckpointed(func::CallOp call,
+                           const DerivativeFunctions &functions) {
+  return call->hasAttr(kCheckpointAttrName) && !functions.recursiveForward;
+}
+
+/// The reverse of a checkpointed call: the callee's forward function on
+/// the operands kept, then its pullback on that tape (a fresh one, which
+/// lives only while the pullback runs).
+static LogicalResult
+emitCheckpointedReverse(func::CallOp call, const DerivativeFunctions &functions,
+                        ReverseEmitter &emitter) {
+  OpBuilder &builder = emitter.getBuilder();
+  auto forwardCall = func::CallOp::create(builder, call.getLoc(),
+                                          functions.forward,
+                                          emitter.getResiduals(call));
+  SmallVector<Value> operands(
+      forwardCall.getResults().drop_front(call.getNumResults()));
+  for (Value result : call.getResults())
+    if (isDifferentiableType(result.getType()))
+      operands.push_back(emitter.getCotangent(result));
+  auto pullbackCall = func::CallOp::create(builder, call.getLoc(),
+                                           functions.pullback, operands);
+  for (auto [position, gradient] :
+       llvm::zip(functions.wrt, pullbackCall.getResults()))
+    emitter.addCotangent(call.getOperand(position), gradient);
+  return success();
+}
+
 struct CallRule
     : ReverseRuleOpInterface::ExternalModel<CallRule, func::CallOp> {
   LogicalResult emitForward(Operation *op, ForwardEmitter &emitter) const {
@@ -68,6 +98,15 @@ struct CallRule
     for (Value operand : call.getOperands())
       operands.push_back(emitter.lookup(operand));
     unsigned numResults = call.getNumResults();
+    if (isCheckpointed(call, *functions)) {
+      // The callee as it is; the reverse sweep runs it again.
+      auto primalCall =
+          func::CallOp::create(emitter.getBuilder(), call.getLoc(),
+                               emitter.lookupCallee(call), operands);
+      emitter.mapResults(call, primalCall.getResults());
+      emitter.setResiduals(call, operands);
+      return success();
+    }
     bool recursive = isRecursive(call, *functions, emitter);
     if (recursive ||
         (functions->recursiveForward && emitter.usesSharedTape(call))) {
@@ -119,6 +158,8 @@ struct CallRule
         lookupCalleeDerivative(call, emitter);
     if (failed(functions))
       return failure();
+    if (isCheckpointed(call, *functions))
+      return emitCheckpointedReverse(call, *functions, emitter);
     bool recursive = isRecursive(call, *functions, emitter);
     bool shared = !recursive && functions->recursiveForward &&
                   emitter.usesSharedTape(call);

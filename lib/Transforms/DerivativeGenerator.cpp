@@ -57,9 +57,43 @@ InFlightDiagnostic DerivativeGenerator::emitError(Operation *op,
   return emitErrorWithCallChain(op, message, requesters);
 }
 
+/// Whether `requester` (a call or an ad op) uses the entry points of its
+/// callee, as opposed to the recursive versions a call inside a loop or a
+/// recursion uses (ForwardSweep::usesSharedTape).
+static bool usesEntryPoints(Operation *requester,
+                            function_ref<bool(func::FuncOp)> isRecursive) {
+  auto function = requester->getParentOfType<func::FuncOp>();
+  if (!function)
+    return true;
+  if (isRecursive(function))
+    return false;
+  if (!isa<func::CallOp>(requester))
+    return true;
+  for (Operation *parent = requester->getParentOp(); parent != function;
+       parent = parent->getParentOp())
+    if (isa<scf::ForOp, scf::WhileOp>(parent))
+      return false;
+  return true;
+}
+
 FailureOr<DerivativeFunctions>
 DerivativeGenerator::getOrCreate(func::FuncOp callee, ArrayRef<int64_t> varied,
                                  Operation *requester) {
+  FailureOr<DerivativeFunctions> functions =
+      getOrCreateWhole(callee, varied, requester);
+  if (failed(functions) || !functions->recursiveForward ||
+      checkpointLevels == 0 ||
+      !usesEntryPoints(requester, [&](func::FuncOp function) {
+        return inSameRecursion(function, function);
+      }))
+    return functions;
+  return withCheckpointedLevels(callee, varied, *functions, requester);
+}
+
+FailureOr<DerivativeFunctions>
+DerivativeGenerator::getOrCreateWhole(func::FuncOp callee,
+                                      ArrayRef<int64_t> varied,
+                                      Operation *requester) {
   auto key = std::make_pair(callee.getOperation(),
                             std::vector<int64_t>(varied.begin(), varied.end()));
   auto it = generated.find(key);

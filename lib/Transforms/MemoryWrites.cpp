@@ -101,10 +101,19 @@ Operation *MemoryWriteCheck::findWrite(Operation *op, VariedFn isVaried,
         positions.push_back(position);
     if (positions.empty())
       return WalkResult::advance();
-    auto callee = symbol ? dyn_cast_or_null<func::FuncOp>(
-                               symbolTables->lookupNearestSymbolFrom(nested,
-                                                                    symbol))
-                         : func::FuncOp();
+    auto lookupCallee = [&] {
+      return symbol ? dyn_cast_or_null<func::FuncOp>(
+                          symbolTables->lookupNearestSymbolFrom(nested, symbol))
+                    : func::FuncOp();
+    };
+    auto callee = lookupCallee();
+    if (symbol && !callee) {
+      // A function created after the symbol tables were cached (the
+      // checkpointed levels of a recursion) is found once they are built
+      // again.
+      symbolTables = std::make_unique<SymbolTableCollection>();
+      callee = lookupCallee();
+    }
     // A user-written rule replaces the derivative of the callee's results,
     // not of what it writes to memory its caller may read: that is still
     // an error (a declaration is trusted to write nothing).

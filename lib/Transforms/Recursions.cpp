@@ -2,8 +2,9 @@
 //
 // What DerivativeGenerator knows of calls between functions: reachability,
 // the recursions (strongly connected components of upstream's CallGraph),
-// and the row width of the tape each recursion shares, set once every
-// function of the recursion is generated.
+// the row width of the tape each recursion shares, set once every
+// function of the recursion is generated, and the checkpointed levels of
+// tree recursions.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +12,9 @@
 
 #include "mlir/Analysis/CallGraph.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SCCIterator.h"
 #include "llvm/ADT/SmallBitVector.h"
 
@@ -207,4 +211,156 @@ void DerivativeGenerator::finalize() {
         placeholder.getType(), recursionWidths.lookup(group)));
     placeholder->removeAttr(kRowWidthAttrName);
   });
+}
+
+//===----------------------------------------------------------------------===//
+// Checkpointed levels of a tree recursion
+//===----------------------------------------------------------------------===//
+
+/// Whether running `op` again gives the same values and does nothing else:
+/// it computes with values only (tensors, scalars), or allocates. Ops with
+/// regions that have the effects of their nested ops, and calls (whose
+/// callees the caller checks), are judged by what they hold.
+static bool isRecomputable(Operation *op) {
+  auto isMemRef = [](Type type) { return isa<BaseMemRefType>(type); };
+  if (llvm::any_of(op->getOperandTypes(), isMemRef) ||
+      llvm::any_of(op->getResultTypes(), isMemRef))
+    return false;
+  // An assertion checked again holds again (the runtime's bounds checks).
+  if (isa<func::CallOp, cf::AssertOp>(op) ||
+      op->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
+    return true;
+  auto interface = dyn_cast<MemoryEffectOpInterface>(op);
+  if (!interface)
+    return false;
+  SmallVector<MemoryEffects::EffectInstance> effects;
+  interface.getEffects(effects);
+  return llvm::all_of(effects, [](const MemoryEffects::EffectInstance &effect) {
+    return isa<MemoryEffects::Allocate>(effect.getEffect());
+  });
+}
+
+bool DerivativeGenerator::isRecomputableTreeRecursion(func::FuncOp callee) {
+  auto [it, inserted] = recomputable.try_emplace(callee, false);
+  if (!inserted)
+    return it->second;
+  if (componentOf.empty())
+    computeRecursions();
+  auto component = componentOf.find(callee);
+  if (component == componentOf.end() ||
+      !componentIsRecursion[component->second])
+    return false;
+  SmallVector<func::FuncOp> members;
+  for (auto &[member, id] : componentOf)
+    if (id == component->second)
+      members.push_back(cast<func::FuncOp>(member));
+  auto isMember = [&](func::CallOp call) {
+    func::FuncOp target = lookupFunction(call.getCalleeAttr());
+    return target && llvm::is_contained(members, target);
+  };
+  bool callsFromLoops = false;
+  for (func::FuncOp member : members) {
+    if (customRules.getVjp(member) || member.isExternal())
+      return false;
+    member.walk([&](func::CallOp call) {
+      if (isMember(call) && call->getParentOfType<LoopLikeOpInterface>())
+        callsFromLoops = true;
+    });
+  }
+  if (!callsFromLoops)
+    return false;
+  SmallVector<func::FuncOp> functions = {callee};
+  for (Operation *reached : reachableFrom(callee))
+    functions.push_back(cast<func::FuncOp>(reached));
+  for (func::FuncOp function : functions) {
+    auto isMemRef = [](Type type) { return isa<BaseMemRefType>(type); };
+    if (function.isExternal() ||
+        llvm::any_of(function.getArgumentTypes(), isMemRef) ||
+        llvm::any_of(function.getResultTypes(), isMemRef))
+      return false;
+    WalkResult walk = function.getBody().walk([](Operation *op) {
+      return isRecomputable(op) ? WalkResult::advance()
+                                : WalkResult::interrupt();
+    });
+    if (walk.wasInterrupted())
+      return false;
+  }
+  return recomputable[callee] = true;
+}
+
+func::FuncOp DerivativeGenerator::createCheckpointedLevels(func::FuncOp callee) {
+  if (func::FuncOp existing = levelZero.lookup(callee))
+    return existing;
+  unsigned id = componentOf.lookup(callee);
+  auto isMember = [&](func::FuncOp function) {
+    auto it = componentOf.find(function);
+    return it != componentOf.end() && it->second == id;
+  };
+  // Level i's copy of each member calls level i + 1's copies, checkpointed;
+  // the last level calls the recursion itself.
+  std::map<std::pair<Operation *, unsigned>, func::FuncOp> copies;
+  std::function<func::FuncOp(func::FuncOp, unsigned)> copyAt =
+      [&](func::FuncOp member, unsigned level) -> func::FuncOp {
+    if (level == checkpointLevels)
+      return member;
+    func::FuncOp &copy = copies[{member.getOperation(), level}];
+    if (copy)
+      return copy;
+    copy = cast<func::FuncOp>(member->clone());
+    copy.setSymName(
+        (member.getSymName() + "_ad_level" + Twine(level)).str());
+    copy.setPrivate();
+    copy->setAttr(kGeneratedAttrName, UnitAttr::get(copy.getContext()));
+    // Renamed on a clash; placed after the member.
+    symbolTable.insert(copy, std::next(member->getIterator()));
+    SmallVector<func::CallOp> calls;
+    copy.walk([&](func::CallOp call) {
+      func::FuncOp target = lookupFunction(call.getCalleeAttr());
+      if (target && isMember(target))
+        calls.push_back(call);
+    });
+    for (func::CallOp call : calls) {
+      func::FuncOp target =
+          copyAt(lookupFunction(call.getCalleeAttr()), level + 1);
+      call.setCallee(target.getSymName());
+      if (level + 1 < checkpointLevels)
+        call->setAttr(kCheckpointAttrName, UnitAttr::get(call.getContext()));
+    }
+    return copy;
+  };
+  func::FuncOp top = copyAt(callee, 0);
+  // The copies are not part of any recursion.
+  invalidateCallGraph();
+  levelZero[callee] = top;
+  return top;
+}
+
+DerivativeFunctions DerivativeGenerator::withCheckpointedLevels(
+    func::FuncOp callee, ArrayRef<int64_t> varied,
+    DerivativeFunctions functions, Operation *requester) {
+  auto key = std::make_pair(callee.getOperation(),
+                            std::vector<int64_t>(varied.begin(), varied.end()));
+  auto it = withLevels.find(key);
+  if (it != withLevels.end())
+    return it->second;
+  withLevels[key] = functions;
+  if (!isRecomputableTreeRecursion(callee))
+    return functions;
+  func::FuncOp top = createCheckpointedLevels(callee);
+  // The recursion itself was differentiated: its copies differ only in
+  // calls. Should they fail all the same (a value a loop's tape cannot
+  // keep), the whole tree's tape is used, without a word.
+  FailureOr<DerivativeFunctions> levels;
+  {
+    ScopedDiagnosticHandler silence(callee.getContext(), getenv("AD_DEBUG") ? [](Diagnostic &) { return failure(); } :
+                                    [](Diagnostic &) { return success(); });
+    levels = getOrCreateWhole(top, varied, requester);
+  }
+  if (failed(levels) || levels->recursiveForward)
+    return functions;
+  functions.forward = levels->forward;
+  functions.pullback = levels->pullback;
+  functions.numTapeValues = levels->numTapeValues;
+  functions.passed.clear();
+  return withLevels[key] = functions;
 }

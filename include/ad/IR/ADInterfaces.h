@@ -16,6 +16,13 @@
 
 namespace mlir::ad {
 
+/// Marks a `func.call` whose callee the forward sweep runs as it is (its
+/// primal, keeping only the call's operands) and the reverse sweep runs
+/// again, through the callee's forward function, just before its pullback:
+/// the callee's tape then lives only while its pullback runs (see
+/// DerivativeGenerator::setCheckpointLevels).
+inline constexpr const char kCheckpointAttrName[] = "ad.checkpoint";
+
 /// The pair of functions generated for one differentiated (callee, wrt).
 struct DerivativeFunctions {
   /// Callee arguments -> (callee results..., tape values...).
