@@ -79,7 +79,31 @@ def ADGenerateDerivativesPass
     memory: an op that may do so (a write, an op that declares no memory
     effects, a call of a function without a body, in nested regions and
     called functions too) is an error at that op.
+
+    A tree recursion (a function that calls itself, directly or through
+    others, from inside a loop: expansion by minors, a search over
+    children) keeps a tape row per invocation, and a tree of a billion
+    invocations needs gigabytes. Reverse mode from outside such a recursion
+    therefore runs its first `checkpoint-levels` levels of invocations as
+    copies of its functions (`@<f>_ad_level<i>`), whose calls to the next
+    level are checkpointed: the forward sweep runs them as they are (the
+    primal), keeping only their operands, and the pullback runs each again
+    through its forward function just before its pullback. Only one
+    subtree below the copied levels is ever taped, so the tape shrinks by
+    the product of those levels' trip counts (GradBench's `det` at 11 x 11:
+    from 5 GB to 5 MB, written again for each subtree while it is in the
+    cache) for `checkpoint-levels` more runs of the primal (11 x 11: 18 s
+    to 2 s). Recursions that might behave differently when run again (that
+    touch memory, call functions without a body, or have a member with a
+    user-written rule) and recursions entered from a loop or another
+    recursion keep the whole tree's tape.
   }];
+  let options = [
+    Option<"checkpointLevels", "checkpoint-levels", "unsigned",
+           /*default=*/"3",
+           "Levels of a tree recursion recomputed in the pullback instead "
+           "of taped (0: tape the whole tree)">,
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
     "::mlir::cf::ControlFlowDialect",

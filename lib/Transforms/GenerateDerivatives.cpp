@@ -154,10 +154,12 @@ static SmallVector<Operation *> collectRequests(Operation *root) {
 /// copies are equivalent to them, so the names resolve to the originals.
 class Differentiation {
 public:
-  explicit Differentiation(ModuleOp module)
+  Differentiation(ModuleOp module, unsigned checkpointLevels)
       : module(module), scratch(cast<ModuleOp>(module->clone())),
         scratchSymbols(*scratch), generator(scratchSymbols),
-        tangents(scratchSymbols) {}
+        tangents(scratchSymbols) {
+    generator.setCheckpointLevels(checkpointLevels);
+  }
 
   /// Rewrites every request of the module, and then the requests the
   /// generated functions inherit from the functions they were made from
@@ -359,6 +361,7 @@ private:
 
 struct ADGenerateDerivativesPass
     : mlir::ad::impl::ADGenerateDerivativesPassBase<ADGenerateDerivativesPass> {
+  using Base::Base;
   static constexpr unsigned kStackBytes = 1u << 30;
 
   void runOnOperation() override {
@@ -370,7 +373,7 @@ struct ADGenerateDerivativesPass
     // hundred thousand calls.
     LogicalResult result = failure();
     llvm::thread worker(std::optional<unsigned>(kStackBytes), [&] {
-      result = Differentiation(getOperation()).run();
+      result = Differentiation(getOperation(), checkpointLevels).run();
     });
     worker.join();
     if (failed(result))

@@ -1,0 +1,198 @@
+// RUN: ad-opt %s --split-input-file --ad-generate-derivatives | FileCheck %s
+// RUN: ad-opt %s --split-input-file --ad-generate-derivatives="checkpoint-levels=0" | FileCheck %s --check-prefix=NONE
+// RUN: ad-opt %s --split-input-file --ad-generate-derivatives="checkpoint-levels=1" | FileCheck %s --check-prefix=ONE
+
+// A tree recursion (it calls itself from a loop), differentiated from
+// outside: its first three levels are copies whose calls to the next level
+// are checkpointed, and the last copy calls the recursion itself.
+// tree(x, n) = x for n = 0, else sum over j < n of sin(x * tree(x, n - 1)).
+
+// The user's function is unchanged.
+// CHECK-LABEL: func.func private @tree(
+// CHECK: call @tree(
+// CHECK-NOT: ad.checkpoint
+// CHECK: return
+
+// CHECK-LABEL: func.func private @tree_ad_level2(
+// CHECK: scf.for
+// CHECK: call @tree(
+// CHECK-NOT: ad.checkpoint
+// CHECK: return
+
+// CHECK-LABEL: func.func private @tree_ad_level1(
+// CHECK: scf.for
+// CHECK: call @tree_ad_level2({{.*}}) {ad.checkpoint}
+
+// CHECK-LABEL: func.func private @tree_ad_level0(
+// CHECK: scf.for
+// CHECK: call @tree_ad_level1({{.*}}) {ad.checkpoint}
+
+// The forward function of level 0 runs level 1 as it is (the primal);
+// its pullback runs level 1's forward function again and then level 1's
+// pullback, on the fresh tape.
+// CHECK-LABEL: func.func private @tree_ad_level0_ad_fwd_0(
+// CHECK: scf.for
+// CHECK: call @tree_ad_level1(
+// CHECK-LABEL: func.func private @tree_ad_level0_ad_pb_0(
+// CHECK: scf.for
+// CHECK: %[[FWD:.*]]:{{[0-9]+}} = func.call @tree_ad_level1_ad_fwd_0(
+// CHECK: func.call @tree_ad_level1_ad_pb_0(%[[FWD]]#1
+
+// The caller's derivative enters the recursion at level 0.
+// CHECK-LABEL: func.func private @f_ad_fwd_0(
+// CHECK: call @tree_ad_level0_ad_fwd_0(
+// CHECK-LABEL: func.func private @f_ad_pb_0(
+// CHECK: call @tree_ad_level0_ad_pb_0(
+
+// Without levels, the caller enters the recursion's own entry points.
+// NONE-NOT: _ad_level
+// NONE-LABEL: func.func private @f_ad_fwd_0(
+// NONE: call @tree_ad_fwd_0(
+// NONE-NOT: _ad_level
+
+// One level: level 0 calls the recursion itself.
+// ONE-NOT: _ad_level1
+// ONE-LABEL: func.func private @tree_ad_level0(
+// ONE: call @tree(
+// ONE-NOT: _ad_level1
+func.func private @tree(%x: f64, %n: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f64
+  %leaf = arith.cmpi eq, %n, %c0 : index
+  %r = scf.if %leaf -> f64 {
+    scf.yield %x : f64
+  } else {
+    %m = arith.subi %n, %c1 : index
+    %s = scf.for %j = %c0 to %n step %c1 iter_args(%acc = %zero) -> f64 {
+      %sub = func.call @tree(%x, %m) : (f64, index) -> f64
+      %p = arith.mulf %x, %sub : f64
+      %t = math.sin %p : f64
+      %a = arith.addf %acc, %t : f64
+      scf.yield %a : f64
+    }
+    scf.yield %s : f64
+  }
+  return %r : f64
+}
+
+func.func @f(%x: f64, %n: index) -> f64 {
+  %y = func.call @tree(%x, %n) : (f64, index) -> f64
+  return %y : f64
+}
+
+func.func @grad_f(%x: f64, %n: index) -> f64 {
+  %g = ad.grad @f(%x, %n) : (f64, index) -> f64
+  return %g : f64
+}
+
+// -----
+
+// A binary recursion without a loop (fib-like): two calls per invocation
+// halve nothing worth recomputing; no levels.
+// CHECK-LABEL: func.func private @fib(
+// CHECK-NOT: _ad_level
+// CHECK-LABEL: func.func @grad_fib
+func.func private @fib(%x: f64, %n: index) -> f64 {
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %small = arith.cmpi ult, %n, %c2 : index
+  %r = scf.if %small -> f64 {
+    scf.yield %x : f64
+  } else {
+    %n1 = arith.subi %n, %c1 : index
+    %n2 = arith.subi %n, %c2 : index
+    %a = func.call @fib(%x, %n1) : (f64, index) -> f64
+    %b = func.call @fib(%x, %n2) : (f64, index) -> f64
+    %ax = arith.mulf %a, %x : f64
+    %sb = math.sin %b : f64
+    %s = arith.addf %ax, %sb : f64
+    scf.yield %s : f64
+  }
+  return %r : f64
+}
+
+func.func @grad_fib(%x: f64, %n: index) -> f64 {
+  %g = ad.grad @fib(%x, %n) : (f64, index) -> f64
+  return %g : f64
+}
+
+// -----
+
+// A tree recursion that counts its invocations in a buffer: running it
+// again would count twice, so it is not recomputed.
+// CHECK-LABEL: func.func private @counted(
+// CHECK-NOT: _ad_level
+// CHECK-LABEL: func.func @grad_counted
+func.func private @counted(%x: f64, %n: index, %count: memref<index>) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f64
+  %old = memref.load %count[] : memref<index>
+  %new = arith.addi %old, %c1 : index
+  memref.store %new, %count[] : memref<index>
+  %leaf = arith.cmpi eq, %n, %c0 : index
+  %r = scf.if %leaf -> f64 {
+    scf.yield %x : f64
+  } else {
+    %m = arith.subi %n, %c1 : index
+    %s = scf.for %j = %c0 to %n step %c1 iter_args(%acc = %zero) -> f64 {
+      %sub = func.call @counted(%x, %m, %count) : (f64, index, memref<index>) -> f64
+      %p = arith.mulf %x, %sub : f64
+      %a = arith.addf %acc, %p : f64
+      scf.yield %a : f64
+    }
+    scf.yield %s : f64
+  }
+  return %r : f64
+}
+
+func.func @grad_counted(%x: f64, %n: index, %count: memref<index>) -> f64 {
+  %g = ad.grad @counted(%x, %n, %count) {wrt = array<i64: 0>}
+      : (f64, index, memref<index>) -> f64
+  return %g : f64
+}
+
+// -----
+
+// A tree recursion entered from a loop: its tape is the loop's, shared by
+// every call, and the recursion keeps it whole.
+// CHECK-LABEL: func.func private @branchy(
+// CHECK-NOT: _ad_level
+// CHECK-LABEL: func.func @grad_looped
+func.func private @branchy(%x: f64, %n: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f64
+  %leaf = arith.cmpi eq, %n, %c0 : index
+  %r = scf.if %leaf -> f64 {
+    scf.yield %x : f64
+  } else {
+    %m = arith.subi %n, %c1 : index
+    %s = scf.for %j = %c0 to %n step %c1 iter_args(%acc = %zero) -> f64 {
+      %sub = func.call @branchy(%x, %m) : (f64, index) -> f64
+      %t = math.sin %sub : f64
+      %a = arith.addf %acc, %t : f64
+      scf.yield %a : f64
+    }
+    scf.yield %s : f64
+  }
+  return %r : f64
+}
+
+func.func @looped(%x: f64, %n: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f64
+  %s = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero) -> f64 {
+    %y = func.call @branchy(%x, %i) : (f64, index) -> f64
+    %a = arith.addf %acc, %y : f64
+    scf.yield %a : f64
+  }
+  return %s : f64
+}
+
+func.func @grad_looped(%x: f64, %n: index) -> f64 {
+  %g = ad.grad @looped(%x, %n) : (f64, index) -> f64
+  return %g : f64
+}
