@@ -56,6 +56,7 @@ public:
   bool inRecursion() override { return false; }
   // Bodies hold no calls (Preparation rewrites such generics as loops).
   bool usesSharedTape(func::CallOp) override { return false; }
+  bool isCheckpointed(func::CallOp) override { return false; }
   func::FuncOp lookupCallee(func::CallOp call) override {
     return SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
         call, call.getCalleeAttr());

@@ -56,11 +56,13 @@ static bool isRecursive(func::CallOp call, const DerivativeFunctions &functions,
          emitter.isSameRecursion(emitter.lookupCallee(call));
 }
 
-/// Whether `call` is checkpointed (kCheckpointAttrName): its callee, not
-/// recursive, runs as it is in the forward sweep and again in the reverse.
+/// Whether `call` is checkpointed (DifferentiationEmitter::isCheckpointed):
+/// its callee, not recursive, runs as it is in the forward sweep and again
+/// in the reverse.
 static bool isCheckpointed(func::CallOp call,
-                           const DerivativeFunctions &functions) {
-  return call->hasAttr(kCheckpointAttrName) && !functions.recursiveForward;
+                           const DerivativeFunctions &functions,
+                           DifferentiationEmitter &emitter) {
+  return !functions.recursiveForward && emitter.isCheckpointed(call);
 }
 
 /// The reverse of a checkpointed call: the callee's forward function on
@@ -98,7 +100,7 @@ struct CallRule
     for (Value operand : call.getOperands())
       operands.push_back(emitter.lookup(operand));
     unsigned numResults = call.getNumResults();
-    if (isCheckpointed(call, *functions)) {
+    if (isCheckpointed(call, *functions, emitter)) {
       // The callee as it is; the reverse sweep runs it again.
       auto primalCall =
           func::CallOp::create(emitter.getBuilder(), call.getLoc(),
@@ -158,7 +160,7 @@ struct CallRule
         lookupCalleeDerivative(call, emitter);
     if (failed(functions))
       return failure();
-    if (isCheckpointed(call, *functions))
+    if (isCheckpointed(call, *functions, emitter))
       return emitCheckpointedReverse(call, *functions, emitter);
     bool recursive = isRecursive(call, *functions, emitter);
     bool shared = !recursive && functions->recursiveForward &&

@@ -311,6 +311,7 @@ func::FuncOp DerivativeGenerator::createCheckpointedLevels(func::FuncOp callee) 
         (member.getSymName() + "_ad_level" + Twine(level)).str());
     copy.setPrivate();
     copy->setAttr(kGeneratedAttrName, UnitAttr::get(copy.getContext()));
+    levelCopies.insert(copy);
     // Renamed on a clash; placed after the member.
     symbolTable.insert(copy, std::next(member->getIterator()));
     SmallVector<func::CallOp> calls;
@@ -352,7 +353,7 @@ DerivativeFunctions DerivativeGenerator::withCheckpointedLevels(
   // keep), the whole tree's tape is used, without a word.
   FailureOr<DerivativeFunctions> levels;
   {
-    ScopedDiagnosticHandler silence(callee.getContext(), getenv("AD_DEBUG") ? [](Diagnostic &) { return failure(); } :
+    ScopedDiagnosticHandler silence(callee.getContext(),
                                     [](Diagnostic &) { return success(); });
     levels = getOrCreateWhole(top, varied, requester);
   }

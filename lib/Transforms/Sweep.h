@@ -60,6 +60,10 @@ public:
   func::FuncOp lookupCallee(func::CallOp call) override {
     return generator.lookupFunction(call.getCalleeAttr());
   }
+  bool isCheckpointed(func::CallOp call) override {
+    return call->hasAttr(kCheckpointAttrName) &&
+           generator.isCheckpointedLevel(function);
+  }
 
 protected:
   DerivativeGenerator &generator;

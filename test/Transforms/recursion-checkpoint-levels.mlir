@@ -196,3 +196,31 @@ func.func @grad_looped(%x: f64, %n: index) -> f64 {
   %g = ad.grad @looped(%x, %n) : (f64, index) -> f64
   return %g : f64
 }
+
+// -----
+
+// The marker means nothing on a user's call: the callee's forward function
+// runs in the forward sweep, as for any call.
+// CHECK-LABEL: func.func private @square_ad_fwd_0(
+// CHECK-LABEL: func.func @user_marked
+// CHECK-LABEL: func.func private @user_marked_ad_fwd_0(
+// CHECK: call @square_ad_fwd_0(
+// CHECK-LABEL: func.func private @user_marked_ad_pb_0(
+// CHECK-NOT: call @square_ad_fwd_0(
+// CHECK: call @square_ad_pb_0(
+// CHECK: return
+func.func private @square(%x: f64) -> f64 {
+  %y = arith.mulf %x, %x : f64
+  return %y : f64
+}
+
+func.func @user_marked(%x: f64) -> f64 {
+  %y = func.call @square(%x) {ad.checkpoint} : (f64) -> f64
+  %z = math.sin %y : f64
+  return %z : f64
+}
+
+func.func @grad_user_marked(%x: f64) -> f64 {
+  %g = ad.grad @user_marked(%x) : (f64) -> f64
+  return %g : f64
+}

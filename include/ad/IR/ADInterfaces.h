@@ -20,7 +20,8 @@ namespace mlir::ad {
 /// primal, keeping only the call's operands) and the reverse sweep runs
 /// again, through the callee's forward function, just before its pullback:
 /// the callee's tape then lives only while its pullback runs (see
-/// DerivativeGenerator::setCheckpointLevels).
+/// DerivativeGenerator::setCheckpointLevels; only the calls of the copies
+/// it makes are checkpointed, DifferentiationEmitter::isCheckpointed).
 inline constexpr const char kCheckpointAttrName[] = "ad.checkpoint";
 
 /// The pair of functions generated for one differentiated (callee, wrt).
@@ -92,6 +93,12 @@ public:
   /// recursion's tape), or inside a loop (a tape of the call's own, since a
   /// loop iteration cannot keep the buffer a fresh tape would be).
   virtual bool usesSharedTape(func::CallOp call) = 0;
+  /// Whether `call` is checkpointed (kCheckpointAttrName, in a copy the
+  /// generator made of a level of a tree recursion; the attribute
+  /// elsewhere means nothing): the forward sweep runs the callee itself,
+  /// keeping the call's operands, and the reverse sweep runs the callee's
+  /// forward function again on them before its pullback.
+  virtual bool isCheckpointed(func::CallOp call) = 0;
 };
 
 /// The forward sweep: emits the augmented forward function.

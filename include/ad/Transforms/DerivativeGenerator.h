@@ -127,6 +127,12 @@ public:
   /// recomputed.
   void setCheckpointLevels(unsigned levels) { checkpointLevels = levels; }
 
+  /// Whether `function` is one of the copies of a level of a tree
+  /// recursion, whose calls marked kCheckpointAttrName are checkpointed.
+  bool isCheckpointedLevel(func::FuncOp function) const {
+    return levelCopies.contains(function);
+  }
+
   /// The user-written rules of the module's functions.
   CustomRuleIndex &getCustomRules() { return customRules; }
 
@@ -229,6 +235,8 @@ private:
   /// not qualify).
   std::map<std::pair<Operation *, std::vector<int64_t>>, DerivativeFunctions>
       withLevels;
+  /// The copies of the levels of tree recursions.
+  llvm::SmallPtrSet<Operation *, 8> levelCopies;
   /// Per recursive function: its copy at level 0, once created.
   DenseMap<Operation *, func::FuncOp> levelZero;
   /// Per recursive function: whether isRecomputableTreeRecursion.
