@@ -614,3 +614,129 @@ def test_extending_named_contractions(m, n, k):
     want = (xi.astype(np.int64) @ yi.astype(np.int64)).astype(np.int32)
     np.testing.assert_array_equal(
         mod.bmm_i8(xi, yi, np.zeros((2, m, n), np.int32)), want)
+
+
+SHIFTS = """
+// Elementwise ops on padded tensors, which ad-fuse-elementwise reads in
+// place (a generic per border, reading the padding value, and one over the
+// rest): a shift right by one with 1 in front (RK4's right-hand side), a
+// pad by runtime amounts on both sides, and a slice inserted into zeros.
+func.func @shift(%x: tensor<?xT>, %y: tensor<?xT>) -> tensor<?xT> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %one = arith.constant 1.0 : T
+  %n = tensor.dim %x, %c0 : tensor<?xT>
+  %m = arith.subi %n, %c1 : index
+  %head = tensor.extract_slice %y[0] [%m] [1] : tensor<?xT> to tensor<?xT>
+  %shifted = tensor.pad %head low[1] high[0] {
+  ^bb0(%i: index):
+    tensor.yield %one : T
+  } : tensor<?xT> to tensor<?xT>
+  %init = tensor.empty(%n) : tensor<?xT>
+  %z = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(%x, %shifted : tensor<?xT>, tensor<?xT>) outs(%init : tensor<?xT>) {
+  ^bb0(%a: T, %b: T, %out: T):
+    %p = arith.mulf %a, %b : T
+    %s = math.sin %p : T
+    linalg.yield %s : T
+  } -> tensor<?xT>
+  return %z : tensor<?xT>
+}
+
+func.func @padded(%x: tensor<?xT>, %y: tensor<?xT>, %lo: index, %hi: index) -> tensor<?xT> {
+  %c0 = arith.constant 0 : index
+  %c = arith.constant -2.5 : T
+  %n = tensor.dim %x, %c0 : tensor<?xT>
+  %p = tensor.pad %y low[%lo] high[%hi] {
+  ^bb0(%i: index):
+    tensor.yield %c : T
+  } : tensor<?xT> to tensor<?xT>
+  %init = tensor.empty(%n) : tensor<?xT>
+  %z = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(%x, %p : tensor<?xT>, tensor<?xT>) outs(%init : tensor<?xT>) {
+  ^bb0(%a: T, %b: T, %out: T):
+    %q = arith.mulf %a, %b : T
+    %s = arith.addf %q, %a : T
+    linalg.yield %s : T
+  } -> tensor<?xT>
+  return %z : tensor<?xT>
+}
+
+func.func @inserted(%acc: tensor<?xT>, %d: tensor<?xT>, %at: index) -> tensor<?xT> {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : T
+  %n = tensor.dim %acc, %c0 : tensor<?xT>
+  %m = tensor.dim %d, %c0 : tensor<?xT>
+  %e = tensor.empty(%n) : tensor<?xT>
+  %z = linalg.fill ins(%zero : T) outs(%e : tensor<?xT>) -> tensor<?xT>
+  %ins = tensor.insert_slice %d into %z[%at] [%m] [1] : tensor<?xT> into tensor<?xT>
+  %sum = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(%acc, %ins : tensor<?xT>, tensor<?xT>) outs(%e : tensor<?xT>) {
+  ^bb0(%a: T, %b: T, %out: T):
+    %s = arith.addf %a, %b : T
+    %t = arith.mulf %s, %a : T
+    linalg.yield %t : T
+  } -> tensor<?xT>
+  return %sum : tensor<?xT>
+}
+
+// The shift inside a loop, differentiated: a chain of shifted products.
+func.func @chain(%x: tensor<?xT>, %steps: index) -> T {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = tensor.dim %x, %c0 : tensor<?xT>
+  %y = scf.for %i = %c0 to %steps step %c1 iter_args(%y = %x) -> tensor<?xT> {
+    %z = func.call @shift(%x, %y) : (tensor<?xT>, tensor<?xT>) -> tensor<?xT>
+    scf.yield %z : tensor<?xT>
+  }
+  %last = arith.subi %n, %c1 : index
+  %v = tensor.extract %y[%last] : tensor<?xT>
+  return %v : T
+}
+"""
+
+
+def _shift_ref(x, y):
+    return np.sin(x * np.concatenate([[1.0], y[:-1]]))
+
+
+@pytest.mark.parametrize("t,dtype,rtol", [("f64", np.float64, 1e-14),
+                                           ("f32", np.float32, 1e-6)])
+@pytest.mark.parametrize("n", [1, 2, 7, 8, 9, 33, 1000])
+def test_padded_tensors_read_in_place(rng, t, dtype, rtol, n):
+    m = mlir_ad.compile(SHIFTS.replace("T", t))
+    x = rng.uniform(-1, 1, n).astype(dtype)
+    y = rng.uniform(-1, 1, n).astype(dtype)
+    np.testing.assert_allclose(m.shift(x, y), _shift_ref(x, y), rtol=rtol,
+                               atol=rtol)
+    for lo, hi in [(0, 0), (1, 0), (0, 1), (2, 3), (n, 0), (0, n)]:
+        if lo + hi > n:
+            continue
+        src = y[:n - lo - hi]
+        want = x * np.concatenate([np.full(lo, -2.5), src,
+                                   np.full(hi, -2.5)]).astype(dtype) + x
+        np.testing.assert_allclose(m.padded(x, src, lo, hi), want,
+                                   rtol=rtol, atol=rtol)
+    for at, length in [(0, n), (0, n - 1), (1, n - 1), (n // 2, n - n // 2),
+                       (n, 0)]:
+        if length < 0:
+            continue
+        d = y[:length]
+        ins = np.zeros(n, dtype)
+        ins[at:at + length] = d
+        np.testing.assert_allclose(m.inserted(x, d, at), (x + ins) * x,
+                                   rtol=rtol, atol=rtol)
+
+
+@pytest.mark.parametrize("n,steps", [(1, 3), (2, 1), (9, 4), (40, 6)])
+def test_gradient_through_shifts(rng, n, steps):
+    m = mlir_ad.compile(SHIFTS.replace("T", "f64"))
+    x = rng.uniform(0.2, 1.0, n)
+
+    def ref(x_, s_):
+        y = x_
+        for _ in range(s_):
+            y = _shift_ref(x_, y)
+        return y[-1]
+
+    assert m.chain(x, steps) == pytest.approx(ref(x, steps), rel=1e-13)
+    (g,) = mlir_ad.grad(m.chain, wrt=[0])(x, steps)
+    (want,) = numerical_grad(ref, [x, steps], [0])
+    np.testing.assert_allclose(g, want, rtol=1e-6, atol=1e-9)

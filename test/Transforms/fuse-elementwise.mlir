@@ -216,10 +216,15 @@ func.func @refill(%x: tensor<4xf64>, %n: index) -> tensor<8xf64> {
   %z = linalg.fill ins(%zero : f64) outs(%e : tensor<8xf64>) -> tensor<8xf64>
   %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %z) -> tensor<8xf64> {
     %ins = tensor.insert_slice %x into %z[2] [4] [1] : tensor<4xf64> into tensor<8xf64>
+    // (A body reading its index: the insert is not read in place.)
     %s = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]} ins(%acc, %ins : tensor<8xf64>, tensor<8xf64>) outs(%e : tensor<8xf64>) {
     ^bb0(%v: f64, %w: f64, %o: f64):
+      %j = linalg.index 0 : index
+      %j64 = arith.index_cast %j : index to i64
+      %jf = arith.sitofp %j64 : i64 to f64
       %a = arith.addf %v, %w : f64
-      linalg.yield %a : f64
+      %b = arith.mulf %a, %jf : f64
+      linalg.yield %b : f64
     } -> tensor<8xf64>
     scf.yield %s : tensor<8xf64>
   }
@@ -544,4 +549,115 @@ func.func @kept_for_its_init(%x: tensor<5xf64>, %a: tensor<f64>, %b: tensor<f64>
     linalg.yield %t, %n, %q : f64, f64, f64
   } -> (tensor<f64>, tensor<f64>, tensor<f64>)
   return %r#0 : tensor<f64>
+}
+
+// -----
+
+// A vector shifted by one ([1, y_0 .. y_{n-2}], RK4's right-hand side)
+// read elementwise: the generic runs over the border (reading the padding
+// value) and over the rest (reading y in place); no padded tensor is made.
+// CHECK-LABEL: func.func @shifted
+// CHECK-NOT: tensor.pad
+// CHECK: %[[HEAD:.*]] = tensor.extract_slice %{{.*}}[0] [%{{.*}}] [1]
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<1xf64>)
+// CHECK-NEXT: ^bb0(%[[X0:.*]]: f64, %{{.*}}: f64):
+// CHECK-NEXT: linalg.yield %[[X0]]
+// CHECK: tensor.insert_slice
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[HEAD]] : tensor<?xf64>, tensor<?xf64>)
+// CHECK: tensor.insert_slice
+// CHECK-NOT: tensor.pad
+func.func @shifted(%x: tensor<?xf64>, %y: tensor<?xf64>) -> tensor<?xf64> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %one = arith.constant 1.0 : f64
+  %n = tensor.dim %x, %c0 : tensor<?xf64>
+  %m = arith.subi %n, %c1 : index
+  %head = tensor.extract_slice %y[0] [%m] [1] : tensor<?xf64> to tensor<?xf64>
+  %shifted = tensor.pad %head low[1] high[0] {
+  ^bb0(%i: index):
+    tensor.yield %one : f64
+  } : tensor<?xf64> to tensor<?xf64>
+  %init = tensor.empty(%n) : tensor<?xf64>
+  %z = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(%x, %shifted : tensor<?xf64>, tensor<?xf64>) outs(%init : tensor<?xf64>) {
+  ^bb0(%a: f64, %b: f64, %out: f64):
+    %p = arith.mulf %a, %b : f64
+    linalg.yield %p : f64
+  } -> tensor<?xf64>
+  return %z : tensor<?xf64>
+}
+
+// -----
+
+// A cotangent shifted back (the adjoint of a slice: zeros with the slice
+// inserted) added elementwise: the same split, reading the zero as a
+// constant; the padded tensor's size alone is computed from the slice's.
+// CHECK-LABEL: func.func @inserted_into_zeros
+// CHECK-NOT: linalg.fill
+// CHECK-NOT: tensor.pad
+// CHECK: linalg.generic
+// CHECK: linalg.generic
+// CHECK-NOT: tensor.pad
+// CHECK: return
+func.func @inserted_into_zeros(%acc: tensor<?xf64>, %d: tensor<?xf64>) -> (tensor<?xf64>, index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f64
+  %n = tensor.dim %acc, %c0 : tensor<?xf64>
+  %m = tensor.dim %d, %c0 : tensor<?xf64>
+  %e = tensor.empty(%n) : tensor<?xf64>
+  %z = linalg.fill ins(%zero : f64) outs(%e : tensor<?xf64>) -> tensor<?xf64>
+  %ins = tensor.insert_slice %d into %z[0] [%m] [1] : tensor<?xf64> into tensor<?xf64>
+  %sum = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(%acc, %ins : tensor<?xf64>, tensor<?xf64>) outs(%e : tensor<?xf64>) {
+  ^bb0(%a: f64, %b: f64, %out: f64):
+    %s = arith.addf %a, %b : f64
+    linalg.yield %s : f64
+  } -> tensor<?xf64>
+  %pad = tensor.pad %d low[2] high[%c1] {
+  ^bb0(%i: index):
+    tensor.yield %zero : f64
+  } : tensor<?xf64> to tensor<?xf64>
+  %size = tensor.dim %pad, %c0 : tensor<?xf64>
+  return %sum, %size : tensor<?xf64>, index
+}
+
+// -----
+
+// Not split: padding along two dimensions, and a body reading its indices.
+// CHECK-LABEL: func.func @two_dims
+// CHECK: tensor.pad
+// CHECK: linalg.generic
+// CHECK-LABEL: func.func @reads_indices
+// CHECK: tensor.pad
+// CHECK: linalg.generic
+func.func @two_dims(%y: tensor<3x3xf64>) -> tensor<4x4xf64> {
+  %one = arith.constant 1.0 : f64
+  %p = tensor.pad %y low[1, 1] high[0, 0] {
+  ^bb0(%i: index, %j: index):
+    tensor.yield %one : f64
+  } : tensor<3x3xf64> to tensor<4x4xf64>
+  %init = tensor.empty() : tensor<4x4xf64>
+  %z = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%p : tensor<4x4xf64>) outs(%init : tensor<4x4xf64>) {
+  ^bb0(%a: f64, %out: f64):
+    %s = math.sin %a : f64
+    linalg.yield %s : f64
+  } -> tensor<4x4xf64>
+  return %z : tensor<4x4xf64>
+}
+
+func.func @reads_indices(%y: tensor<3xf64>) -> tensor<4xf64> {
+  %one = arith.constant 1.0 : f64
+  %p = tensor.pad %y low[1] high[0] {
+  ^bb0(%i: index):
+    tensor.yield %one : f64
+  } : tensor<3xf64> to tensor<4xf64>
+  %init = tensor.empty() : tensor<4xf64>
+  %z = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(%p : tensor<4xf64>) outs(%init : tensor<4xf64>) {
+  ^bb0(%a: f64, %out: f64):
+    %i = linalg.index 0 : index
+    %i64 = arith.index_cast %i : index to i64
+    %f = arith.sitofp %i64 : i64 to f64
+    %s = arith.mulf %a, %f : f64
+    linalg.yield %s : f64
+  } -> tensor<4xf64>
+  return %z : tensor<4xf64>
 }

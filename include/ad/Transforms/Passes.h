@@ -42,6 +42,12 @@ void populateAdjointSimplificationPatterns(RewritePatternSet &patterns);
 /// read their init).
 void populateEraseDeadResultPatterns(RewritePatternSet &patterns);
 
+/// Adds the split of elementwise generics reading a tensor padded along one
+/// dimension into generics over the unpadded part and the borders, which
+/// read the tensor before padding and the padding value (part of
+/// `ad-fuse-elementwise`).
+void populateSplitPadPatterns(RewritePatternSet &patterns);
+
 /// Applies the adjoint simplifications to `root` until nothing changes.
 void simplifyAdjoints(Operation *root);
 
