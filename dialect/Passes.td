@@ -321,8 +321,16 @@ def ADFuseElementwisePass : Pass<"ad-fuse-elementwise"> {
     division by a variable).
     An input that a `linalg.fill` produces is read as the fill's value
     (a zero tangent or an all-ones direction is not read in every
-    iteration). Unused operands and results of generics are dropped. Run
-    before bufferization.
+    iteration). An elementwise generic (identity maps, no `linalg.index`)
+    reading a tensor padded along one dimension by a value from outside
+    (a vector shifted by one, `[c, y_0 .. y_{n-2}]`, or a one-dimensional
+    slice inserted into a fill) runs as one generic per border, reading
+    the padding value, and one over the rest, reading the tensor before
+    padding, each writing its slice of the results: the padded tensor (a
+    fill and a copy of the whole) is never made. The size of a padded
+    tensor read only for its size is computed from the unpadded one's.
+    Unused operands and results of generics are dropped. Run before
+    bufferization.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
