@@ -323,7 +323,7 @@ def ADFuseElementwisePass : Pass<"ad-fuse-elementwise"> {
     (a zero tangent or an all-ones direction is not read in every
     iteration). An elementwise generic (identity maps, no `linalg.index`)
     reading a tensor padded along one dimension by a value from outside
-    (a vector shifted by one, `[c, y_0 .. y_{n-2}]`, or a one-dimensional
+    (a vector shifted by one, `c, y_0, ..., y_(n-2)`, or a one-dimensional
     slice inserted into a fill) runs as one generic per border, reading
     the padding value, and one over the rest, reading the tensor before
     padding, each writing its slice of the results: the padded tensor (a
