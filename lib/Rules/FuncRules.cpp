@@ -57,12 +57,14 @@ static bool isRecursive(func::CallOp call, const DerivativeFunctions &functions,
 }
 
 /// Whether `call` is checkpointed (DifferentiationEmitter::isCheckpointed):
-/// its callee, not recursive, runs as it is in the forward sweep and again
-/// in the reverse.
+/// its callee runs as it is in the forward sweep and again, through its
+/// entry points (with a fresh tape, for a recursive callee), in the
+/// reverse. (Checkpointed calls are made by copies of the levels of a
+/// recursion, which are not recursive themselves.)
 static bool isCheckpointed(func::CallOp call,
                            const DerivativeFunctions &functions,
                            DifferentiationEmitter &emitter) {
-  return !functions.recursiveForward && emitter.isCheckpointed(call);
+  return emitter.isCheckpointed(call) && !isRecursive(call, functions, emitter);
 }
 
 /// The reverse of a checkpointed call: the callee's forward function on

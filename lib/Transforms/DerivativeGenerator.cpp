@@ -81,8 +81,11 @@ DerivativeGenerator::getOrCreate(func::FuncOp callee, ArrayRef<int64_t> varied,
                                  Operation *requester) {
   FailureOr<DerivativeFunctions> functions =
       getOrCreateWhole(callee, varied, requester);
+  // Not from a copy of a level: the levels of a recursion end in the
+  // recursion itself, whatever member they call.
+  auto caller = requester->getParentOfType<func::FuncOp>();
   if (failed(functions) || !functions->recursiveForward ||
-      checkpointLevels == 0 ||
+      checkpointLevels == 0 || (caller && isCheckpointedLevel(caller)) ||
       !usesEntryPoints(requester, [&](func::FuncOp function) {
         return inSameRecursion(function, function);
       }))

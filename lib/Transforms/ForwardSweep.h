@@ -121,7 +121,9 @@ public:
 
   bool usesSharedTape(func::CallOp call) override {
     func::FuncOp callee = generator.lookupFunction(call.getCalleeAttr());
-    if (!callee || callee.isExternal() ||
+    // A checkpointed call tapes nothing here: its callee's tape is made
+    // and read in the reverse sweep.
+    if (!callee || callee.isExternal() || isCheckpointed(call) ||
         !generator.inSameRecursion(callee, callee) ||
         generator.inSameRecursion(function, callee))
       return false;

@@ -101,13 +101,15 @@ Operation *MemoryWriteCheck::findWrite(Operation *op, VariedFn isVaried,
         positions.push_back(position);
     if (positions.empty())
       return WalkResult::advance();
+    SymbolRefAttr calleeSymbol = symbol;
     auto lookupCallee = [&] {
-      return symbol ? dyn_cast_or_null<func::FuncOp>(
-                          symbolTables->lookupNearestSymbolFrom(nested, symbol))
-                    : func::FuncOp();
+      return calleeSymbol ? dyn_cast_or_null<func::FuncOp>(
+                                symbolTables->lookupNearestSymbolFrom(
+                                    nested, calleeSymbol))
+                          : func::FuncOp();
     };
     auto callee = lookupCallee();
-    if (symbol && !callee) {
+    if (isa_and_nonnull<FlatSymbolRefAttr>(symbol) && !callee) {
       // A function created after the symbol tables were cached (the
       // checkpointed levels of a recursion) is found once they are built
       // again.

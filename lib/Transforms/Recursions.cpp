@@ -260,7 +260,10 @@ bool DerivativeGenerator::isRecomputableTreeRecursion(func::FuncOp callee) {
   };
   bool callsFromLoops = false;
   for (func::FuncOp member : members) {
-    if (customRules.getVjp(member) || member.isExternal())
+    // A rule replaces the member's derivative everywhere; the copies would
+    // differentiate its body.
+    if (customRules.getVjp(member) || customRules.getJvp(member) ||
+        member.isExternal())
       return false;
     member.walk([&](func::CallOp call) {
       if (isMember(call) && call->getParentOfType<LoopLikeOpInterface>())
@@ -278,7 +281,14 @@ bool DerivativeGenerator::isRecomputableTreeRecursion(func::FuncOp callee) {
         llvm::any_of(function.getArgumentTypes(), isMemRef) ||
         llvm::any_of(function.getResultTypes(), isMemRef))
       return false;
-    WalkResult walk = function.getBody().walk([](Operation *op) {
+    WalkResult walk = function.getBody().walk([&](Operation *op) {
+      // A function without a body (reachableFrom does not list them) may do
+      // anything when run again (libc's rand).
+      if (auto call = dyn_cast<func::CallOp>(op)) {
+        func::FuncOp target = lookupFunction(call.getCalleeAttr());
+        if (!target || target.isExternal())
+          return WalkResult::interrupt();
+      }
       return isRecomputable(op) ? WalkResult::advance()
                                 : WalkResult::interrupt();
     });
@@ -297,7 +307,9 @@ func::FuncOp DerivativeGenerator::createCheckpointedLevels(func::FuncOp callee) 
     return it != componentOf.end() && it->second == id;
   };
   // Level i's copy of each member calls level i + 1's copies, checkpointed;
-  // the last level calls the recursion itself.
+  // the last level calls the recursion itself, checkpointed too: the
+  // pullback of an invocation of the last level tapes one subtree below
+  // it at a time.
   std::map<std::pair<Operation *, unsigned>, func::FuncOp> copies;
   std::function<func::FuncOp(func::FuncOp, unsigned)> copyAt =
       [&](func::FuncOp member, unsigned level) -> func::FuncOp {
@@ -314,8 +326,11 @@ func::FuncOp DerivativeGenerator::createCheckpointedLevels(func::FuncOp callee) 
     levelCopies.insert(copy);
     // Renamed on a clash; placed after the member.
     symbolTable.insert(copy, std::next(member->getIterator()));
+    // Only the calls marked here are checkpointed (a user's marker is
+    // dropped).
     SmallVector<func::CallOp> calls;
     copy.walk([&](func::CallOp call) {
+      call->removeAttr(kCheckpointAttrName);
       func::FuncOp target = lookupFunction(call.getCalleeAttr());
       if (target && isMember(target))
         calls.push_back(call);
@@ -324,8 +339,7 @@ func::FuncOp DerivativeGenerator::createCheckpointedLevels(func::FuncOp callee) 
       func::FuncOp target =
           copyAt(lookupFunction(call.getCalleeAttr()), level + 1);
       call.setCallee(target.getSymName());
-      if (level + 1 < checkpointLevels)
-        call->setAttr(kCheckpointAttrName, UnitAttr::get(call.getContext()));
+      call->setAttr(kCheckpointAttrName, UnitAttr::get(call.getContext()));
     }
     return copy;
   };

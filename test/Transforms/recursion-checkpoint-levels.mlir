@@ -4,7 +4,8 @@
 
 // A tree recursion (it calls itself from a loop), differentiated from
 // outside: its first three levels are copies whose calls to the next level
-// are checkpointed, and the last copy calls the recursion itself.
+// are checkpointed; the last copy's calls to the recursion itself are
+// checkpointed too, so a tape holds at most one subtree below level 3.
 // tree(x, n) = x for n = 0, else sum over j < n of sin(x * tree(x, n - 1)).
 
 // The user's function is unchanged.
@@ -15,9 +16,18 @@
 
 // CHECK-LABEL: func.func private @tree_ad_level2(
 // CHECK: scf.for
-// CHECK: call @tree(
-// CHECK-NOT: ad.checkpoint
+// CHECK: call @tree({{.*}}) {ad.checkpoint}
 // CHECK: return
+
+// Level 2's pullback runs the recursion's forward function (a fresh tape for
+// the subtree) and then its pullback.
+// CHECK-LABEL: func.func private @tree_ad_level2_ad_fwd_0(
+// CHECK: scf.for
+// CHECK: call @tree(
+// CHECK-LABEL: func.func private @tree_ad_level2_ad_pb_0(
+// CHECK: scf.for
+// CHECK: %[[SUB:.*]]:3 = func.call @tree_ad_fwd_0(
+// CHECK: func.call @tree_ad_pb_0(%[[SUB]]#1, %[[SUB]]#2
 
 // CHECK-LABEL: func.func private @tree_ad_level1(
 // CHECK: scf.for
@@ -50,10 +60,10 @@
 // NONE: call @tree_ad_fwd_0(
 // NONE-NOT: _ad_level
 
-// One level: level 0 calls the recursion itself.
+// One level: level 0 calls the recursion itself, checkpointed.
 // ONE-NOT: _ad_level1
 // ONE-LABEL: func.func private @tree_ad_level0(
-// ONE: call @tree(
+// ONE: call @tree({{.*}}) {ad.checkpoint}
 // ONE-NOT: _ad_level1
 func.func private @tree(%x: f64, %n: index) -> f64 {
   %c0 = arith.constant 0 : index
@@ -222,5 +232,179 @@ func.func @user_marked(%x: f64) -> f64 {
 
 func.func @grad_user_marked(%x: f64) -> f64 {
   %g = ad.grad @user_marked(%x) : (f64) -> f64
+  return %g : f64
+}
+
+// -----
+
+// A tree recursion that calls a function without a body (libc's rand):
+// running it again would draw other numbers, so it is not recomputed.
+// CHECK-LABEL: func.func private @random_leaves(
+// CHECK-NOT: _ad_level
+// CHECK-LABEL: func.func @grad_random_leaves
+func.func private @rand() -> i32
+func.func private @random_leaves(%x: f64, %n: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f64
+  %leaf = arith.cmpi eq, %n, %c0 : index
+  %r = scf.if %leaf -> f64 {
+    %k = func.call @rand() : () -> i32
+    %kf = arith.uitofp %k : i32 to f64
+    %p = arith.mulf %kf, %x : f64
+    scf.yield %p : f64
+  } else {
+    %m = arith.subi %n, %c1 : index
+    %s = scf.for %j = %c0 to %n step %c1 iter_args(%acc = %zero) -> f64 {
+      %sub = func.call @random_leaves(%x, %m) : (f64, index) -> f64
+      %a = arith.addf %acc, %sub : f64
+      scf.yield %a : f64
+    }
+    scf.yield %s : f64
+  }
+  return %r : f64
+}
+
+func.func @grad_random_leaves(%x: f64, %n: index) -> f64 {
+  %g = ad.grad @random_leaves(%x, %n) : (f64, index) -> f64
+  return %g : f64
+}
+
+// -----
+
+// A tree recursion with a user's forward-mode rule: a copy would lose the
+// rule, so there are no levels (reverse mode differentiates the body).
+// CHECK-LABEL: func.func private @ruled(
+// CHECK-NOT: _ad_level
+// CHECK-LABEL: func.func @grad_ruled
+func.func private @ruled(%x: f64, %n: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f64
+  %leaf = arith.cmpi eq, %n, %c0 : index
+  %r = scf.if %leaf -> f64 {
+    scf.yield %x : f64
+  } else {
+    %m = arith.subi %n, %c1 : index
+    %s = scf.for %j = %c0 to %n step %c1 iter_args(%acc = %zero) -> f64 {
+      %sub = func.call @ruled(%x, %m) : (f64, index) -> f64
+      %p = arith.mulf %x, %sub : f64
+      %t = math.sin %p : f64
+      %a = arith.addf %acc, %t : f64
+      scf.yield %a : f64
+    }
+    scf.yield %s : f64
+  }
+  return %r : f64
+}
+
+func.func private @ruled_tangent(%x: f64, %n: index, %tx: f64) -> (f64, f64) {
+  %y = func.call @ruled(%x, %n) : (f64, index) -> f64
+  return %y, %tx : f64, f64
+}
+
+ad.custom_jvp @ruled tangent @ruled_tangent
+
+func.func @grad_ruled(%x: f64, %n: index) -> f64 {
+  %g = ad.grad @ruled(%x, %n) : (f64, index) -> f64
+  return %g : f64
+}
+
+// -----
+
+// A user's marker on a call inside the recursion is not copied into the
+// levels: only the generator's calls to the next level are checkpointed.
+// CHECK-LABEL: func.func private @marked_tree(
+// CHECK: call @marked_tree(
+// CHECK: call @sq({{.*}}) {ad.checkpoint}
+// CHECK-LABEL: func.func private @marked_tree_ad_level2(
+// CHECK: call @marked_tree({{.*}}) {ad.checkpoint}
+// CHECK-NOT: ad.checkpoint
+// CHECK: return
+func.func private @sq(%x: f64) -> f64 {
+  %y = arith.mulf %x, %x : f64
+  return %y : f64
+}
+
+func.func private @marked_tree(%x: f64, %n: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f64
+  %leaf = arith.cmpi eq, %n, %c0 : index
+  %r = scf.if %leaf -> f64 {
+    scf.yield %x : f64
+  } else {
+    %m = arith.subi %n, %c1 : index
+    %s = scf.for %j = %c0 to %n step %c1 iter_args(%acc = %zero) -> f64 {
+      %sub = func.call @marked_tree(%x, %m) : (f64, index) -> f64
+      %p = arith.mulf %x, %sub : f64
+      %t = func.call @sq(%p) {ad.checkpoint} : (f64) -> f64
+      %a = arith.addf %acc, %t : f64
+      scf.yield %a : f64
+    }
+    scf.yield %s : f64
+  }
+  return %r : f64
+}
+
+func.func @grad_marked_tree(%x: f64, %n: index) -> f64 {
+  %g = ad.grad @marked_tree(%x, %n) : (f64, index) -> f64
+  return %g : f64
+}
+
+// -----
+
+// A recursion of two functions, entered at @g: one set of levels, which
+// alternates between the two (g, f, g), and whose last level calls @f.
+// CHECK-LABEL: func.func private @f(
+// CHECK-NOT: @f_ad_level0
+// CHECK-NOT: @f_ad_level2
+// CHECK-LABEL: func.func private @f_ad_level1(
+// CHECK: call @g_ad_level2({{.*}}) {ad.checkpoint}
+// CHECK-NOT: @f_ad_level0
+// CHECK-NOT: @f_ad_level2
+// CHECK-LABEL: func.func private @g(
+// CHECK-NOT: @g_ad_level1
+// CHECK-LABEL: func.func private @g_ad_level2(
+// CHECK: call @f({{.*}}) {ad.checkpoint}
+// CHECK-LABEL: func.func private @g_ad_level0(
+// CHECK: call @f_ad_level1({{.*}}) {ad.checkpoint}
+// CHECK-NOT: @g_ad_level1
+// CHECK-NOT: @f_ad_level0
+// CHECK-LABEL: func.func @grad_top
+func.func private @f(%x: f64, %n: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f64
+  %leaf = arith.cmpi eq, %n, %c0 : index
+  %r = scf.if %leaf -> f64 {
+    %c = math.cos %x : f64
+    scf.yield %c : f64
+  } else {
+    %m = arith.subi %n, %c1 : index
+    %s = scf.for %j = %c0 to %n step %c1 iter_args(%acc = %zero) -> f64 {
+      %sub = func.call @g(%x, %m) : (f64, index) -> f64
+      %a = arith.addf %acc, %sub : f64
+      scf.yield %a : f64
+    }
+    %p = arith.mulf %x, %s : f64
+    scf.yield %p : f64
+  }
+  return %r : f64
+}
+
+func.func private @g(%x: f64, %n: index) -> f64 {
+  %v = func.call @f(%x, %n) : (f64, index) -> f64
+  %s = math.sin %v : f64
+  return %s : f64
+}
+
+func.func @top(%x: f64, %n: index) -> f64 {
+  %y = func.call @g(%x, %n) : (f64, index) -> f64
+  return %y : f64
+}
+
+func.func @grad_top(%x: f64, %n: index) -> f64 {
+  %g = ad.grad @top(%x, %n) : (f64, index) -> f64
   return %g : f64
 }
