@@ -3,6 +3,7 @@
 measured in one run on the same inputs, single-threaded, in f64 and f32.
 
     bench/peers [--quick] [--only NAME ...] [--out docs/benchmarks]
+                [--threads N]
 
 (`bench/peers` installs the peers first: Debian's python3-torch,
 libopenblas0-pthread and python3-matplotlib.) Every time is the best of
@@ -14,6 +15,11 @@ gradient; the gradient ratios ours / torch and gradient / primal, and the
 machine bound of the gradient (its FLOPs at the OpenBLAS matmul rate
 measured in the same run). It writes peers.md (the table) and peers.png
 (the plot) to --out.
+
+With --threads N (N > 1), every tool gets N threads: MLIR-AD compiles with
+parallel=True (OpenMP), torch and OpenBLAS use N threads; the table adds
+MLIR-AD's single-threaded gradient and its speedup on N threads, and goes
+to peers-Nthreads.md and .png.
 """
 
 import argparse
@@ -21,9 +27,29 @@ import os
 import sys
 import time
 
-# Single-threaded peers: set before numpy and torch load their BLAS.
+
+def _threads_argument():
+    """--threads N, read before numpy and torch load their BLAS."""
+    for i, arg in enumerate(sys.argv):
+        value = None
+        if arg == "--threads" and i + 1 < len(sys.argv):
+            value = sys.argv[i + 1]
+        elif arg.startswith("--threads="):
+            value = arg.split("=", 1)[1]
+        if value is not None:
+            try:
+                return max(1, int(value))
+            except ValueError:
+                raise SystemExit(f"--threads takes a number, got {value}")
+    return 1
+
+
+THREADS = _threads_argument()
+PARALLEL = THREADS > 1
+# The peers' threads (one unless --threads): set before numpy and torch load
+# their BLAS. OMP_NUM_THREADS also sets MLIR-AD's OpenMP threads.
 for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[var] = "1"
+    os.environ[var] = str(THREADS)
 
 import numpy as np  # noqa: E402
 
@@ -33,7 +59,7 @@ import mlir_ad  # noqa: E402
 
 try:
     import torch  # noqa: E402
-    torch.set_num_threads(1)
+    torch.set_num_threads(THREADS)
 except ImportError:  # pragma: no cover - the wrapper installs it
     torch = None
 
@@ -286,14 +312,6 @@ func.func @f(%x: tensor<1x{h}x{h}x{cin}xT>, %k: tensor<3x3x{cin}x{cout}xT>) -> T
         flops=3 * 2 * o * o * cout * 9 * cin)
 
 
-def gradbench_module(eval_name):
-    """An eval's MLIR module of bench/gradbench, compiled by the GradBench
-    tool (the same file and entry points GradBench runs)."""
-    from mlir_ad import gradbench
-    module, _ = gradbench.load(eval_name)
-    return module
-
-
 def gmm(d, k, n):
     """GradBench's gmm (the ADBench formulation with the Wishart prior), its
     objective and gradient from bench/gradbench/gmm.mlir; f64 only (the
@@ -335,7 +353,7 @@ def gmm(d, k, n):
 
     return dict(
         name=f"GMM d={d} K={k} n={n}", types=("f64",), wrt=[0, 1, 2, 3],
-        args=args, module=lambda: gradbench_module("gmm"),
+        args=args, eval="gmm",
         primal="objective", gradient="jacobian",
         torch=lambda *a: objective(torch, torch.logsumexp, *a),
         numpy=lambda *a: objective(np, np_lse, *a), flops=None)
@@ -376,7 +394,7 @@ def lstm(layers, b, c):
 
     return dict(
         name=f"LSTM l={layers} b={b} c={c}", types=("f64",), wrt=[0, 1],
-        args=args, module=lambda: gradbench_module("lstm"),
+        args=args, eval="lstm",
         primal="objective", gradient="jacobian",
         torch=lambda *a: objective(torch, *a),
         numpy=lambda *a: objective(np, *a), flops=None)
@@ -491,7 +509,7 @@ def workloads(quick):
 
 
 def blas_rate(dtype):
-    """GFLOP/s of a 256^3 matmul in OpenBLAS on one core."""
+    """GFLOP/s of a 256^3 matmul in OpenBLAS (on the run's threads)."""
     a = np.random.rand(256, 256).astype(dtype)
     t = best_time(lambda: a @ a, min_reps=20)
     return 2 * 256 ** 3 / t / 1e9
@@ -503,17 +521,32 @@ def measure(w, t, dtype):
         return a.astype(dtype) if isinstance(a, (np.ndarray, np.floating)) else a
 
     args = [cast(a) for a in w["args"]]
-    if "module" in w:
-        module = w["module"]()
-        f, g = module[w["primal"]], module[w["gradient"]]
-    else:
+    def compiled(parallel):
+        if "eval" in w:
+            # An eval's module of bench/gradbench, compiled by the GradBench
+            # tool (the same file and entry points GradBench runs).
+            from mlir_ad import gradbench
+            module, _ = gradbench.load(w["eval"], parallel=parallel)
+            return module[w["primal"]], module[w["gradient"]]
         # T is the element type's placeholder (no other capital T in sources).
-        f = mlir_ad.compile(w["src"].replace("T", t)).f
-        g = mlir_ad.grad(f, wrt=w["wrt"])
+        f = mlir_ad.compile(w["src"].replace("T", t), parallel=parallel).f
+        return f, mlir_ad.grad(f, wrt=w["wrt"])
+
+    f, g = compiled(PARALLEL)
     # Check the gradient against torch's before timing it.
     row = {"ours primal": best_time(lambda: f(*args)),
            "ours grad": best_time(lambda: g(*args))}
     ours = g(*args)
+    if PARALLEL:
+        f1, g1 = compiled(False)
+        row["ours grad 1t"] = best_time(lambda: g1(*args))
+        # Threads share out iterations that write disjoint elements, each
+        # computed as on one thread: the same bits.
+        for mine, single in zip(ours, g1(*args)):
+            if not np.array_equal(np.asarray(mine), np.asarray(single)):
+                raise SystemExit(f"{w['name']} {t}: the gradient on "
+                                 f"{THREADS} threads differs from one "
+                                 "thread's")
     if torch is not None:
         targs = [torch.from_numpy(np.array(a)) if not isinstance(a, int)
                  else a for a in args]
@@ -550,10 +583,13 @@ def main():
     parser.add_argument("--only", nargs="*", help="workload name prefixes")
     parser.add_argument("--out", default=os.path.join(ROOT, "docs",
                                                       "benchmarks"))
+    parser.add_argument("--threads", type=int, default=1,
+                        help="threads for every tool (read at start-up)")
     opts = parser.parse_args()
     rates = {t: blas_rate(d) for t, d in (("f64", np.float64),
                                           ("f32", np.float32))}
-    print(f"OpenBLAS 256^3 matmul, one core: {rates['f64']:.1f} GFLOP/s f64, "
+    print(f"OpenBLAS 256^3 matmul, {THREADS} thread(s): "
+          f"{rates['f64']:.1f} GFLOP/s f64, "
           f"{rates['f32']:.1f} GFLOP/s f32; torch "
           f"{torch.__version__ if torch else 'missing'}")
     rows = []
@@ -583,26 +619,38 @@ HEADER = ("| workload | type | ours primal ms | ours grad ms | torch fwd ms | "
           "ours / torch (grad) | grad / primal | grad / bound |")
 
 
+if PARALLEL:
+    HEADER += (f" ours grad 1 thread ms | ours speedup on {THREADS} "
+               "threads |")
+
+
 def format_row(r):
     torch_grad = r.get("torch grad")
     vs = f"{r['ours grad'] / torch_grad:.3g}" if torch_grad else "-"
     bound = f"{r['ours grad'] / r['bound']:.1f}" if r["bound"] else "-"
-    return (f"| {r['name']} | {r['type']} | {ms(r['ours primal'])} | "
-            f"{ms(r['ours grad'])} | {ms(r.get('torch primal'))} | "
-            f"{ms(torch_grad)} | {ms(r['numpy primal'])} | "
-            f"{ms(r.get('numpy grad'))} | {vs} | "
-            f"{r['ours grad'] / r['ours primal']:.2f} | {bound} |")
+    row = (f"| {r['name']} | {r['type']} | {ms(r['ours primal'])} | "
+           f"{ms(r['ours grad'])} | {ms(r.get('torch primal'))} | "
+           f"{ms(torch_grad)} | {ms(r['numpy primal'])} | "
+           f"{ms(r.get('numpy grad'))} | {vs} | "
+           f"{r['ours grad'] / r['ours primal']:.2f} | {bound} |")
+    if PARALLEL:
+        row += (f" {ms(r['ours grad 1t'])} | "
+                f"{r['ours grad 1t'] / r['ours grad']:.2f} |")
+    return row
 
 
 def write_outputs(rows, rates, out):
     os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "peers.md"), "w") as f:
-        f.write("Measured by `bench/peers` in one run: one core, best of "
+    stem = f"peers-{THREADS}threads" if PARALLEL else "peers"
+    cores = (f"{THREADS} threads for every tool (MLIR-AD: parallel=True)"
+             if PARALLEL else "one core")
+    with open(os.path.join(out, stem + ".md"), "w") as f:
+        f.write(f"Measured by `bench/peers` in one run: {cores}, best of "
                 "several calls from Python.\n"
                 f"OpenBLAS 256^3 matmul: {rates['f64']:.1f} GFLOP/s f64, "
                 f"{rates['f32']:.1f} GFLOP/s f32; the bound is the "
                 "gradient's FLOPs at that rate.\n\n")
-        f.write(HEADER + "\n|" + "---|" * 11 + "\n")
+        f.write(HEADER + "\n|" + "---|" * HEADER.count(" |") + "\n")
         for r in rows:
             f.write(format_row(r) + "\n")
     try:
@@ -627,10 +675,10 @@ def write_outputs(rows, rates, out):
     ax.set_xticks(x)
     ax.set_xticklabels(labels, fontsize=7)
     ax.legend(fontsize=8)
-    ax.set_title("Gradients on one core (bench/peers)")
+    ax.set_title(f"Gradients on {cores} (bench/peers)")
     fig.tight_layout()
-    fig.savefig(os.path.join(out, "peers.png"), dpi=110)
-    print(f"wrote {out}/peers.md and peers.png")
+    fig.savefig(os.path.join(out, stem + ".png"), dpi=110)
+    print(f"wrote {out}/{stem}.md and {stem}.png")
 
 
 if __name__ == "__main__":

@@ -385,6 +385,9 @@ def ADVectorizePass : Pass<"ad-vectorize", "::mlir::func::FuncOp"> {
            "Reduce a vector of partial results once after a reduction loop "
            "instead of each vector in turn (float sums and products are "
            "then rounded in a different order)">,
+    Option<"markParallel", "mark-parallel", "bool", /*default=*/"false",
+           "Mark each op's outermost tile loop that runs over a parallel "
+           "dimension with `ad.parallel`, for ad-parallelize">,
   ];
   let dependentDialects = ["::mlir::affine::AffineDialect",
                            "::mlir::arith::ArithDialect",
@@ -392,6 +395,39 @@ def ADVectorizePass : Pass<"ad-vectorize", "::mlir::func::FuncOp"> {
                            "::mlir::memref::MemRefDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::vector::VectorDialect"];
+}
+
+def ADParallelizePass : Pass<"ad-parallelize", "::mlir::func::FuncOp"> {
+  let summary = "Run the tile loops ad-vectorize marked on OpenMP threads";
+  let description = [{
+    Rewrites each `scf.for` marked `ad.parallel` (by `ad-vectorize
+    mark-parallel`: the outermost tile loop of a linalg op, over one of its
+    parallel dimensions, whose iterations write disjoint tiles of the
+    op's outputs) into an OpenMP worksharing loop:
+    `omp.parallel { omp.wsloop { omp.loop_nest ... } }`, statically
+    scheduled. It runs when an estimate of the loop nest's iterations (the
+    loop's trip count times the trip counts of the loops inside it whose
+    bounds are known before it) reaches `min-work` and the loop has two
+    iterations or more: decided at compile time for static sizes, else by
+    an `scf.if` whose other branch is the loop as it was (a parallel region
+    with a false `if` clause would still cost the runtime a serialized
+    region, as much as a small op's work). A marked loop nested in another
+    parallel region, one with results, and one whose body uses a stack
+    buffer allocated outside it (which every thread would share) stay
+    sequential. The number of threads is the OpenMP runtime's (all cores,
+    or `OMP_NUM_THREADS`). The code then needs LLVM's OpenMP runtime
+    (`libomp.so`) at run time; `convert-openmp-to-llvm` and the OpenMP
+    translation to LLVM IR lower it.
+    Run after `ad-vectorize` and `convert-linalg-to-loops`.
+  }];
+  let options = [
+    Option<"minWork", "min-work", "int64_t", /*default=*/"4096",
+           "Iterations of a loop nest below which it runs on one thread">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::omp::OpenMPDialect",
+                           "::mlir::scf::SCFDialect"];
 }
 
 def ADVectorMathPass : Pass<"ad-vector-math", "::mlir::ModuleOp"> {

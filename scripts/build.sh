@@ -7,7 +7,8 @@ build=${1:-"$root/build"}
 
 packages=(libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22
           lld-22 ninja-build cmake libzstd-dev python3 python3-dev
-          python3-numpy python3-pybind11 pybind11-dev python3-pytest)
+          python3-numpy python3-pybind11 pybind11-dev python3-pytest
+          libomp-22-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \

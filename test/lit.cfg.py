@@ -23,6 +23,10 @@ runtime_libs = ",".join(
 # Vectorized math calls glibc's libmvec (ad-vector-math).
 runtime_libs += "".join("," + path for path in sorted(
     glob.glob("/usr/lib/*-linux-gnu/libmvec.so.1"))[:1])
+# Parallel loops (ad-parallelize) call LLVM's OpenMP runtime.
+libomp = os.path.join(config.runtime_lib_dir, "libomp.so.5")
+if os.path.exists(libomp):
+    runtime_libs += "," + libomp
 config.substitutions.append(
     (
         "%run",

@@ -31,6 +31,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 
 #include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/StringMap.h"
@@ -65,6 +66,7 @@ void mlir::ad::runtime::registerRuntimeDialects(DialectRegistry &registry) {
   registerAllExtensions(registry);
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
+  registerOpenMPDialectTranslation(registry);
   registry.insert<ad::ADDialect>();
   ad::registerReverseRules(registry);
 }
@@ -520,6 +522,16 @@ ProgramImpl::compile(EntryKind kind, const FunctionInfo &info,
                              diagnostics, what);
 }
 
+/// Loads LLVM's OpenMP runtime into the process (once): the one of the LLVM
+/// installation MLIR-AD was built against, else any on the library path.
+static bool loadOpenMPRuntime() {
+  static const bool loaded =
+      !llvm::sys::DynamicLibrary::LoadLibraryPermanently(
+          AD_MLIR_LIBRARY_DIR "/libomp.so.5") ||
+      !llvm::sys::DynamicLibrary::LoadLibraryPermanently("libomp.so.5");
+  return loaded;
+}
+
 llvm::Expected<std::shared_ptr<EntryPoint>>
 RuntimeState::lowerAndJit(ModuleOp module, StringRef entryName,
                          Signature signature,
@@ -541,10 +553,28 @@ RuntimeState::lowerAndJit(ModuleOp module, StringRef entryName,
   } else {
     ad::LowerToLLVMOptions lowering;
     lowering.vectorMath = haveLibmvec;
+    lowering.parallel = options.parallel;
     ad::buildLowerToLLVMPipeline(pm, lowering);
   }
   if (failed(pm.run(module)))
     return diagnostics.takeError("cannot compile " + what);
+  // Parallel regions call LLVM's OpenMP runtime, loaded into the process
+  // once, when a program first has one.
+  bool hasParallelRegions =
+      module
+          ->walk([](Operation *op) {
+            return isa<omp::OpenMPDialect>(op->getDialect())
+                       ? WalkResult::interrupt()
+                       : WalkResult::advance();
+          })
+          .wasInterrupted();
+  if (hasParallelRegions && !loadOpenMPRuntime())
+    return RuntimeError::make(
+        ErrorKind::Compile,
+        "cannot compile " + what.str() +
+            ": its parallel loops need LLVM's OpenMP runtime, and neither " +
+            AD_MLIR_LIBRARY_DIR "/libomp.so.5 nor libomp.so.5 loads "
+            "(Debian: apt install libomp-22-dev)");
   std::vector<std::string> unresolved =
       findUnresolvedFunctions(module, libraries);
   if (!unresolved.empty()) {

@@ -54,9 +54,15 @@ static void addBufferization(OpPassManager &pm,
   if (lowering.vectorize) {
     ad::ADVectorizePassOptions vectorize;
     vectorize.vectorBits = lowering.vectorBits;
+    vectorize.markParallel = lowering.parallel;
     pm.addNestedPass<func::FuncOp>(ad::createADVectorizePass(vectorize));
   }
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  if (lowering.vectorize && lowering.parallel) {
+    ad::ADParallelizePassOptions parallelize;
+    parallelize.minWork = lowering.parallelMinWork;
+    pm.addNestedPass<func::FuncOp>(ad::createADParallelizePass(parallelize));
+  }
 }
 
 /// Everything to the LLVM dialect. Math ops with an LLVM intrinsic use it;
@@ -96,6 +102,10 @@ static void addLLVMConversion(OpPassManager &pm,
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createUBToLLVMConversionPass());
+  // Parallel regions (ad-parallelize's, or the user's own): their operands
+  // and regions in LLVM types; the OpenMP translation to LLVM IR outlines
+  // them into calls of libomp.
+  pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
@@ -150,6 +160,18 @@ struct LowerToLLVMPipelineOptions
                      "ad-vector-math (0: the host's; 128 runs on any x86-64, "
                      "256 needs AVX2, 512 AVX-512)"),
       llvm::cl::init(0)};
+  Option<bool> parallel{
+      *this, "parallel",
+      llvm::cl::desc("Run the tile loops of linalg ops over parallel "
+                     "dimensions on OpenMP threads (ad-parallelize; needs "
+                     "vectorize; the program then needs libomp.so at run "
+                     "time)"),
+      llvm::cl::init(false)};
+  Option<int64_t> parallelMinWork{
+      *this, "parallel-min-work",
+      llvm::cl::desc("Iterations of a loop nest below which it runs on one "
+                     "thread (ad-parallelize min-work)"),
+      llvm::cl::init(4096)};
 };
 } // namespace
 
@@ -170,6 +192,8 @@ void mlir::ad::registerADPipelines() {
         options.fuse = pipeline.fuse;
         options.vectorMath = pipeline.vectorMath;
         options.vectorBits = pipeline.vectorBits;
+        options.parallel = pipeline.parallel;
+        options.parallelMinWork = pipeline.parallelMinWork;
         buildLowerToLLVMPipeline(pm, options);
       });
 }

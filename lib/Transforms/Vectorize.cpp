@@ -421,13 +421,34 @@ dropUnitReductions(RewriterBase &rewriter, linalg::GenericOp generic) {
   return dropped;
 }
 
+/// Whether the iterations of `op` along loop `dim` write disjoint parts of
+/// its outputs and nothing else: every output is indexed by `dim` through a
+/// projected permutation (distinct values of `dim`, distinct elements),
+/// and its body has no memory effects.
+static bool writesDisjointSlices(linalg::LinalgOp op, int64_t dim) {
+  if (op.getNumDpsInits() == 0)
+    return false;
+  for (OpOperand &init : op.getDpsInitsMutable()) {
+    AffineMap map = op.getMatchingIndexingMap(&init);
+    if (!map.isProjectedPermutation() ||
+        !map.getResultPosition(getAffineDimExpr(dim, op.getContext())))
+      return false;
+  }
+  return llvm::all_of(op.getBlock()->without_terminator(), [](Operation &op) {
+    return isMemoryEffectFree(&op) || isa<linalg::IndexOp>(op);
+  });
+}
+
 /// Tiles `op` as `plan` says and peels the tile loops whose trip count the
 /// tile may not divide. Returns the tiled op of the main (unpeeled) loops.
+/// With `parallelMarker`, the outermost tile loop is marked with it when its
+/// iterations write disjoint tiles (see writesDisjointSlices).
 static FailureOr<linalg::LinalgOp> tileAndPeel(RewriterBase &rewriter,
                                                linalg::LinalgOp op,
                                                const TilePlan &plan,
                                                StringAttr marker,
-                                               StringAttr reductionMarker) {
+                                               StringAttr reductionMarker,
+                                               StringAttr parallelMarker) {
   scf::SCFTilingOptions options;
   options.setLoopType(scf::SCFTilingOptions::LoopType::ForOp);
   SmallVector<OpFoldResult> sizes =
@@ -444,6 +465,11 @@ static FailureOr<linalg::LinalgOp> tileAndPeel(RewriterBase &rewriter,
   if (plan.contraction && order.size() >= plan.numBatch + 2)
     std::swap(order[plan.numBatch], order[plan.numBatch + 1]);
   options.setInterchange(order);
+  // Only dimensions with a tile size have a loop.
+  auto outermost =
+      llvm::find_if(order, [&](int64_t dim) { return plan.sizes[dim] != 0; });
+  bool shareable = parallelMarker && outermost != order.end() &&
+                   writesDisjointSlices(op, *outermost);
   rewriter.setInsertionPoint(op);
   FailureOr<scf::SCFTilingResult> tiled =
       scf::tileUsingSCF(rewriter, cast<TilingInterface>(op.getOperation()),
@@ -464,6 +490,12 @@ static FailureOr<linalg::LinalgOp> tileAndPeel(RewriterBase &rewriter,
          i >= 0 && iterators[order[i]] == utils::IteratorType::reduction; --i)
       tiled->loops[i]->setAttr(reductionMarker, rewriter.getUnitAttr());
   }
+  // The outermost tile loop, when it runs over a parallel dimension, writes
+  // disjoint tiles of the outputs in its iterations: ad-parallelize may
+  // share them among threads. (Only dimensions with a tile size have a
+  // loop.)
+  if (shareable && isa<scf::ForOp>(tiled->loops.front().getOperation()))
+    tiled->loops.front()->setAttr(parallelMarker, rewriter.getUnitAttr());
   for (LoopLikeOpInterface loop : tiled->loops) {
     auto forOp = dyn_cast<scf::ForOp>(loop.getOperation());
     if (!forOp)
@@ -486,7 +518,8 @@ static void tileTransposedCopy(RewriterBase &rewriter, linalg::TransposeOp copy,
   SmallVector<int64_t> ranges = copy.getStaticLoopRanges();
   plan->sizes[n - 2] = clampTile(8, ranges[n - 2]);
   plan->sizes[n - 1] = clampTile(8, ranges[n - 1]);
-  (void)tileAndPeel(rewriter, copy, *plan, marker, reductionMarker);
+  (void)tileAndPeel(rewriter, copy, *plan, marker, reductionMarker,
+                    /*parallelMarker=*/{});
 }
 
 /// The buffer `value` is a view of.
@@ -1075,6 +1108,8 @@ struct ADVectorizePass
     StringAttr marker = rewriter.getStringAttr("__ad_vectorize__");
     StringAttr reductionMarker =
         rewriter.getStringAttr("__ad_vectorize_reduction__");
+    StringAttr parallelMarker =
+        markParallel ? rewriter.getStringAttr("ad.parallel") : StringAttr();
     for (linalg::LinalgOp op : ops) {
       std::optional<TilePlan> plan = planTiles(op, bits);
       if (!plan || (plan->contraction && !contractions) ||
@@ -1104,7 +1139,8 @@ struct ADVectorizePass
           plan->interchange.clear();
         }
       }
-      (void)tileAndPeel(rewriter, op, *plan, marker, reductionMarker);
+      (void)tileAndPeel(rewriter, op, *plan, marker, reductionMarker,
+                        parallelMarker);
     }
     applyPatterns(func, [&](RewritePatternSet &patterns) {
       MLIRContext *ctx = func.getContext();

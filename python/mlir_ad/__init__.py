@@ -128,12 +128,20 @@ class Function:
                 f"({', '.join(results)})>")
 
 
-def compile(source):
+def compile(source, parallel=False):
     """Parses and verifies an MLIR module: its text, or a path to a file.
+
+    With ``parallel=True``, the loops of its linalg ops over parallel
+    dimensions run on OpenMP threads (all cores, or ``OMP_NUM_THREADS``)
+    when they are large enough; that needs LLVM's OpenMP runtime
+    (``libomp.so.5``, Debian's ``libomp-22-dev``).
 
     Raises CompileError with the MLIR diagnostics (and their locations) when
     the module does not parse or verify.
     """
+    if not isinstance(parallel, bool):
+        raise TypeError("compile()'s parallel is True or False, "
+                        f"got {type(parallel).__name__}")
     looks_like_path = (isinstance(source, str) and "\n" not in source and
                        "{" not in source and
                        (source.endswith(".mlir") or os.sep in source))
@@ -143,11 +151,11 @@ def compile(source):
             raise FileNotFoundError(f"no MLIR file at {path}")
         with open(path) as f:
             text = f.read()
-        return Module(_mlir_ad.parse(text, path), path)
+        return Module(_mlir_ad.parse(text, path, parallel), path)
     if not isinstance(source, str):
         raise TypeError("compile() takes MLIR source text or a file path, "
                         f"got {type(source).__name__}")
-    return Module(_mlir_ad.parse(source, "<source>"), "<source>")
+    return Module(_mlir_ad.parse(source, "<source>", parallel), "<source>")
 
 
 def _function(fun, what):

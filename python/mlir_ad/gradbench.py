@@ -253,22 +253,25 @@ def _names(functions):
     return functions if isinstance(functions, tuple) else (functions,)
 
 
-def load(eval_name):
-    """The compiled module of an eval (cached) and its compile time in ns."""
-    if eval_name not in _modules:
+def load(eval_name, parallel=False):
+    """The compiled module of an eval (cached) and its compile time in ns;
+    with parallel=True, its linalg loops run on OpenMP threads."""
+    key = (eval_name, parallel)
+    if key not in _modules:
         start = time.perf_counter_ns()
-        module = mlir_ad.compile(os.path.join(EVALS_DIR, EVALS[eval_name][0]))
+        module = mlir_ad.compile(os.path.join(EVALS_DIR, EVALS[eval_name][0]),
+                                 parallel=parallel)
         # Compile every entry now, so that no run pays for it.
         for functions, _, _ in EVALS[eval_name][1].values():
             for function in _names(functions):
                 module[function]._call = module._entry("call", function, ())
-        _modules[eval_name] = (module, time.perf_counter_ns() - start)
-    return _modules[eval_name]
+        _modules[key] = (module, time.perf_counter_ns() - start)
+    return _modules[key]
 
 
-def evaluate(eval_name, function, data):
+def evaluate(eval_name, function, data, parallel=False):
     """(output, timings) of one evaluate message's function on its input."""
-    module, _ = load(eval_name)
+    module, _ = load(eval_name, parallel)
     names, read, write = EVALS[eval_name][1][function]
     args = read(data)
     if isinstance(names, tuple):

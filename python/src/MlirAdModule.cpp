@@ -26,11 +26,19 @@ using namespace mlir::ad::runtime;
 
 namespace {
 
-/// The process-wide runtime. It is never destroyed: compiled code may still
-/// be referenced from Python objects during interpreter shutdown.
-Runtime &getRuntime() {
-  static Runtime *runtime = Runtime::create().release();
-  return *runtime;
+/// The process-wide runtimes: sequential code, and code whose parallel
+/// loops run on OpenMP threads. They are never destroyed: compiled code may
+/// still be referenced from Python objects during interpreter shutdown.
+Runtime &getRuntime(bool parallel = false) {
+  static Runtime *sequential = Runtime::create().release();
+  if (!parallel)
+    return *sequential;
+  static Runtime *threaded = [] {
+    RuntimeOptions options;
+    options.parallel = true;
+    return Runtime::create(std::move(options)).release();
+  }();
+  return *threaded;
 }
 
 /// The Python type of MLIR diagnostics (set at module initialization).
@@ -471,15 +479,21 @@ PYBIND11_MODULE(_mlir_ad, m) {
 
   m.def(
       "parse",
-      [](const std::string &source, const std::string &name) {
+      [](const std::string &source, const std::string &name, bool parallel) {
         std::shared_ptr<Program> program = unwrap([&] {
           py::gil_scoped_release release;
-          return getRuntime().parse(source, name);
+          return getRuntime(parallel).parse(source, name);
         }());
         return PyProgram{program};
       },
-      py::arg("source"), py::arg("name") = "<source>");
-  m.def("num_compilations",
-        [] { return getRuntime().getNumCompilations(); });
-  m.def("clear_cache", [] { getRuntime().clearCache(); });
+      py::arg("source"), py::arg("name") = "<source>",
+      py::arg("parallel") = false);
+  m.def("num_compilations", [] {
+    return getRuntime(false).getNumCompilations() +
+           getRuntime(true).getNumCompilations();
+  });
+  m.def("clear_cache", [] {
+    getRuntime(false).clearCache();
+    getRuntime(true).clearCache();
+  });
 }

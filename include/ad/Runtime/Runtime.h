@@ -259,6 +259,11 @@ struct RuntimeOptions {
   /// utility libraries from the MLIR installation this was built against,
   /// when they exist.
   std::vector<std::string> sharedLibraries;
+  /// Run the tile loops of linalg ops over parallel dimensions on OpenMP
+  /// threads (ad::LowerToLLVMOptions::parallel), all cores or
+  /// OMP_NUM_THREADS. Loads LLVM's OpenMP runtime (libomp.so.5) when a
+  /// program has a parallel loop. Ignored with a buildPipeline.
+  bool parallel = false;
   /// A compiler embedding the runtime adds its own dialects, their rules
   /// and interfaces to the context here (after the runtime's own).
   std::function<void(mlir::DialectRegistry &)> registerDialects;

@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/OpenMP/OpenMPDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -76,6 +77,12 @@ struct LowerToLLVMOptions {
   /// Vector register width in bits for both (0: the host's). The code, and
   /// the libmvec functions it calls, need a CPU with such registers.
   unsigned vectorBits = 0;
+  /// Run the tile loops of linalg ops over parallel dimensions on OpenMP
+  /// threads (ad-parallelize; needs `vectorize`). The code then needs LLVM's
+  /// OpenMP runtime, libomp.so, at run time.
+  bool parallel = false;
+  /// Iterations of a loop nest below which it runs on one thread.
+  int64_t parallelMinWork = 4096;
 };
 
 void buildLowerToLLVMPipeline(OpPassManager &pm,
