@@ -153,6 +153,20 @@ Operation *
 MemoryWriteCheck::findEscapingWrite(func::FuncOp callee,
                                     ArrayRef<int64_t> positions,
                                     SmallVectorImpl<Operation *> &via) {
+  auto key = std::make_pair(
+      callee.getOperation(),
+      std::vector<int64_t>(positions.begin(), positions.end()));
+  auto [it, inserted] = escaping.try_emplace(key);
+  if (!inserted) {
+    via.append(it->second.via.begin(), it->second.via.end());
+    return it->second.writer;
+  }
+  MemoryWriteCheck *strict = this;
+  if (followsMemory) {
+    if (!strictCheck)
+      strictCheck = std::make_unique<MemoryWriteCheck>();
+    strict = strictCheck.get();
+  }
   // Buffers followed: a varied buffer argument or global is written with a
   // varied value (the writer is any write of one to a varied buffer).
   ActivityAnalysis activity(callee, positions, /*followsMemory=*/true);
@@ -170,17 +184,17 @@ MemoryWriteCheck::findEscapingWrite(func::FuncOp callee,
           })
           .wasInterrupted();
   Operation *writer = nullptr;
+  SmallVector<Operation *> foundVia;
   callee.walk([&](Operation *op) {
     // A call given a varied value: anything its callees write counts.
     if (isCallLike(op) && llvm::any_of(op->getOperands(), varied)) {
-      MemoryWriteCheck strict;
       llvm::DenseSet<Operation *> skip;
       SmallVector<Operation *> inner;
       ActivityAnalysis plain(callee, positions);
-      if (Operation *found = strict.findWrite(
+      if (Operation *found = strict->findWrite(
               op, [&](Value value) { return plain.isVaried(value); }, skip,
               inner)) {
-        via.append(inner.begin(), inner.end());
+        foundVia.append(inner.begin(), inner.end());
         writer = found;
         return WalkResult::interrupt();
       }
@@ -193,6 +207,10 @@ MemoryWriteCheck::findEscapingWrite(func::FuncOp callee,
     }
     return WalkResult::advance();
   });
+  CalleeResult &result = escaping[key];
+  result.writer = writer;
+  result.via = foundVia;
+  via.append(foundVia.begin(), foundVia.end());
   return writer;
 }
 

@@ -408,3 +408,62 @@ func.func @grad_top(%x: f64, %n: index) -> f64 {
   %g = ad.grad @top(%x, %n) : (f64, index) -> f64
   return %g : f64
 }
+
+// -----
+
+// A member of a recursion with a user-written reverse rule whose function
+// calls back into the recursion: the memory-write check of the rule's
+// function followed the recursion for ever (a crash). The rule is used,
+// and the recursion keeps its whole tape (no levels).
+// CHECK-LABEL: func.func private @outer(
+// CHECK-NOT: _ad_level
+// CHECK-LABEL: func.func private @outer_ad_fwd_0(
+// CHECK: call @outer_ad_fwdrec_0(
+// CHECK-LABEL: func.func private @outer_ad_fwdrec_0(
+// CHECK: call @inner_fwd(
+// CHECK-LABEL: func.func @grad_ruled_member
+func.func private @outer(%x: f64, %n: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f64
+  %leaf = arith.cmpi eq, %n, %c0 : index
+  %r = scf.if %leaf -> f64 {
+    %c = math.cos %x : f64
+    scf.yield %c : f64
+  } else {
+    %m = arith.subi %n, %c1 : index
+    %s = scf.for %j = %c0 to %n step %c1 iter_args(%acc = %zero) -> f64 {
+      %sub = func.call @inner(%x, %m) : (f64, index) -> f64
+      %a = arith.addf %acc, %sub : f64
+      scf.yield %a : f64
+    }
+    %p = arith.mulf %x, %s : f64
+    scf.yield %p : f64
+  }
+  return %r : f64
+}
+
+func.func private @inner(%x: f64, %n: index) -> f64 {
+  %v = func.call @outer(%x, %n) : (f64, index) -> f64
+  %s = math.sin %v : f64
+  return %s : f64
+}
+
+func.func private @inner_fwd(%x: f64, %n: index) -> (f64, f64) {
+  %v = func.call @outer(%x, %n) : (f64, index) -> f64
+  %s = math.sin %v : f64
+  %c = math.cos %v : f64
+  return %s, %c : f64, f64
+}
+
+func.func private @inner_pb(%c: f64, %dy: f64) -> f64 {
+  %d = arith.mulf %c, %dy : f64
+  return %d : f64
+}
+
+ad.custom_vjp @inner forward @inner_fwd pullback @inner_pb
+
+func.func @grad_ruled_member(%x: f64, %n: index) -> f64 {
+  %g = ad.grad @outer(%x, %n) : (f64, index) -> f64
+  return %g : f64
+}

@@ -60,6 +60,8 @@ public:
   /// functions, or calls, to functions already checked.
   void invalidate() {
     callees.clear();
+    escaping.clear();
+    strictCheck.reset();
     symbolTables = std::make_unique<SymbolTableCollection>();
   }
 
@@ -87,6 +89,14 @@ private:
   };
   std::map<std::pair<Operation *, std::vector<int64_t>>, CalleeResult>
       callees;
+  /// The same for findEscapingWrite (a recursion through functions with
+  /// user-written rules ends at an entry under computation too).
+  std::map<std::pair<Operation *, std::vector<int64_t>>, CalleeResult>
+      escaping;
+  /// The check of calls in a function with a user-written rule, which
+  /// follows values only (this one when it does; made once otherwise, so
+  /// that what it learns ends recursions through such functions).
+  std::unique_ptr<MemoryWriteCheck> strictCheck;
   std::unique_ptr<SymbolTableCollection> symbolTables =
       std::make_unique<SymbolTableCollection>();
   bool followsMemory;
