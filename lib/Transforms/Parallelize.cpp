@@ -83,11 +83,18 @@ static const char *whySequential(scf::ForOp loop) {
     return "it is nested in a parallel region";
   // A stack buffer allocated before the loop and used in it would be shared
   // by the threads (vector transfers lowered through a temporary do that).
+  // (Or a view of one: a subview, a cast.)
+  auto stackRoot = [](Value value) {
+    while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
+      value = view.getViewSource();
+    return value.getDefiningOp<memref::AllocaOp>();
+  };
   WalkResult shared = loop.getBody()->walk([&](Operation *op) {
     for (Value operand : op->getOperands())
-      if (operand.getDefiningOp<memref::AllocaOp>() &&
-          definedOutside(operand, loop))
-        return WalkResult::interrupt();
+      if (definedOutside(operand, loop))
+        if (memref::AllocaOp alloca = stackRoot(operand);
+            alloca && definedOutside(alloca.getResult(), loop))
+          return WalkResult::interrupt();
     return WalkResult::advance();
   });
   if (shared.wasInterrupted())

@@ -421,10 +421,17 @@ dropUnitReductions(RewriterBase &rewriter, linalg::GenericOp generic) {
   return dropped;
 }
 
+static bool disjointBuffers(Value a, Value b);
+
 /// Whether the iterations of `op` along loop `dim` write disjoint parts of
-/// its outputs and nothing else: every output is indexed by `dim` through a
-/// projected permutation (distinct values of `dim`, distinct elements),
-/// and its body has no memory effects.
+/// its outputs and nothing else, and read nothing another iteration
+/// writes: every output is indexed by `dim` through a projected permutation
+/// (distinct values of `dim`, distinct elements); the outputs cannot
+/// overlap each other, and each input cannot overlap an output or is that
+/// output read where it is written (an in-place elementwise op); the body
+/// has no memory effects. (A shift in place, `a[i] = f(a[i + 1])` through
+/// two views of one buffer, is right one iteration after the other and
+/// wrong on two threads.)
 static bool writesDisjointSlices(linalg::LinalgOp op, int64_t dim) {
   if (op.getNumDpsInits() == 0)
     return false;
@@ -433,6 +440,18 @@ static bool writesDisjointSlices(linalg::LinalgOp op, int64_t dim) {
     if (!map.isProjectedPermutation() ||
         !map.getResultPosition(getAffineDimExpr(dim, op.getContext())))
       return false;
+    for (OpOperand &other : op.getDpsInitsMutable())
+      if (other.getOperandNumber() < init.getOperandNumber() &&
+          !disjointBuffers(other.get(), init.get()))
+        return false;
+    for (OpOperand *input : op.getDpsInputOperands()) {
+      if (!isa<BaseMemRefType>(input->get().getType()))
+        continue;
+      bool inPlace = input->get() == init.get() &&
+                     op.getMatchingIndexingMap(input) == map;
+      if (!inPlace && !disjointBuffers(input->get(), init.get()))
+        return false;
+    }
   }
   return llvm::all_of(op.getBlock()->without_terminator(), [](Operation &op) {
     return isMemoryEffectFree(&op) || isa<linalg::IndexOp>(op);

@@ -21,6 +21,8 @@ and set of differentiated arguments, with ``ad-lower-to-llvm`` and LLVM at
 import operator
 import os
 
+import numpy as np
+
 from . import _mlir_ad
 from ._mlir_ad import CompileError
 
@@ -139,9 +141,10 @@ def compile(source, parallel=False):
     Raises CompileError with the MLIR diagnostics (and their locations) when
     the module does not parse or verify.
     """
-    if not isinstance(parallel, bool):
+    if not isinstance(parallel, (bool, np.bool_)):
         raise TypeError("compile()'s parallel is True or False, "
                         f"got {type(parallel).__name__}")
+    parallel = bool(parallel)
     looks_like_path = (isinstance(source, str) and "\n" not in source and
                        "{" not in source and
                        (source.endswith(".mlir") or os.sep in source))

@@ -111,6 +111,10 @@ func.func @triangular(%a: memref<2000x2000xf64>) {
 // CHECK-NOT: omp.
 // CHECK: scf.for
 // CHECK-NOT: omp.
+// CHECK-LABEL: func.func @shared_scratch_view(
+// CHECK-NOT: omp.
+// CHECK: scf.for
+// CHECK-NOT: omp.
 // CHECK-LABEL: func.func @own_scratch(
 // CHECK: omp.loop_nest
 // CHECK-NEXT: memref.alloca_scope {
@@ -139,6 +143,21 @@ func.func @shared_scratch(%a: memref<8192xf64>) {
     %v = memref.load %a[%i] : memref<8192xf64>
     memref.store %v, %scratch[] : memref<f64>
     %w = memref.load %scratch[] : memref<f64>
+    memref.store %w, %a[%i] : memref<8192xf64>
+  } {ad.parallel}
+  return
+}
+
+func.func @shared_scratch_view(%a: memref<8192xf64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = arith.constant 8192 : index
+  %scratch = memref.alloca() : memref<4xf64>
+  %view = memref.subview %scratch[1] [2] [1] : memref<4xf64> to memref<2xf64, strided<[1], offset: 1>>
+  scf.for %i = %c0 to %n step %c1 {
+    %v = memref.load %a[%i] : memref<8192xf64>
+    memref.store %v, %view[%c0] : memref<2xf64, strided<[1], offset: 1>>
+    %w = memref.load %view[%c0] : memref<2xf64, strided<[1], offset: 1>>
     memref.store %w, %a[%i] : memref<8192xf64>
   } {ad.parallel}
   return

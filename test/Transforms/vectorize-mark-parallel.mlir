@@ -3,15 +3,74 @@
 
 // OFF-NOT: ad.parallel
 
-// An elementwise op: its outermost tile loop (rows) writes disjoint rows.
+// An elementwise op into a new buffer: its outermost tile loop (rows)
+// writes disjoint rows.
 // CHECK-LABEL: func.func @elementwise(
 // CHECK: scf.for
 // CHECK: scf.for
 // CHECK: } {ad.parallel}
-func.func @elementwise(%a: memref<?x?xf64>, %b: memref<?x?xf64>) {
+func.func @elementwise(%a: memref<?x?xf64>) -> memref<?x?xf64> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = memref.dim %a, %c0 : memref<?x?xf64>
+  %n = memref.dim %a, %c1 : memref<?x?xf64>
+  %b = memref.alloc(%m, %n) : memref<?x?xf64>
   linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
                   iterator_types = ["parallel", "parallel"]}
       ins(%a : memref<?x?xf64>) outs(%b : memref<?x?xf64>) {
+  ^bb0(%x: f64, %out: f64):
+    %y = math.exp %x : f64
+    linalg.yield %y : f64
+  }
+  return %b : memref<?x?xf64>
+}
+
+// -----
+
+// In place (the input is the output, read where it is written): marked.
+// CHECK-LABEL: func.func @in_place(
+// CHECK: } {ad.parallel}
+func.func @in_place(%a: memref<?xf64>) {
+  linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>],
+                  iterator_types = ["parallel"]}
+      ins(%a : memref<?xf64>) outs(%a : memref<?xf64>) {
+  ^bb0(%x: f64, %out: f64):
+    %y = math.exp %x : f64
+    linalg.yield %y : f64
+  }
+  return
+}
+
+// -----
+
+// A shift in place through two views of one buffer (right one iteration
+// after the other, a race on threads), and an input and an output that are
+// two arguments (possibly the same buffer): not marked.
+// CHECK-LABEL: func.func @shift_in_place(
+// CHECK-NOT: ad.parallel
+// CHECK-LABEL: func.func @two_arguments(
+// CHECK-NOT: ad.parallel
+// CHECK: return
+func.func @shift_in_place(%a: memref<?xf64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %a, %c0 : memref<?xf64>
+  %m = arith.subi %n, %c1 : index
+  %src = memref.subview %a[1] [%m] [1] : memref<?xf64> to memref<?xf64, strided<[1], offset: 1>>
+  %dst = memref.subview %a[0] [%m] [1] : memref<?xf64> to memref<?xf64, strided<[1]>>
+  linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>],
+                  iterator_types = ["parallel"]}
+      ins(%src : memref<?xf64, strided<[1], offset: 1>>) outs(%dst : memref<?xf64, strided<[1]>>) {
+  ^bb0(%x: f64, %o: f64):
+    linalg.yield %x : f64
+  }
+  return
+}
+
+func.func @two_arguments(%a: memref<?xf64>, %b: memref<?xf64>) {
+  linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>],
+                  iterator_types = ["parallel"]}
+      ins(%a : memref<?xf64>) outs(%b : memref<?xf64>) {
   ^bb0(%x: f64, %out: f64):
     %y = math.exp %x : f64
     linalg.yield %y : f64
@@ -25,9 +84,10 @@ func.func @elementwise(%a: memref<?x?xf64>, %b: memref<?x?xf64>) {
 // CHECK-LABEL: func.func @matmul(
 // CHECK: scf.for
 // CHECK: } {ad.parallel}
-func.func @matmul(%a: memref<64x64xf64>, %b: memref<64x64xf64>, %c: memref<64x64xf64>) {
+func.func @matmul(%a: memref<64x64xf64>, %b: memref<64x64xf64>) -> memref<64x64xf64> {
+  %c = memref.alloc() : memref<64x64xf64>
   linalg.matmul ins(%a, %b : memref<64x64xf64>, memref<64x64xf64>) outs(%c : memref<64x64xf64>)
-  return
+  return %c : memref<64x64xf64>
 }
 
 // -----
@@ -54,7 +114,10 @@ func.func @total(%a: memref<?xf64>, %s: memref<f64>) {
 // CHECK-NOT: ad.parallel
 // CHECK: return
 func.func private @effect(f64) -> f64
-func.func @calls(%a: memref<?xf64>, %b: memref<?xf64>) {
+func.func @calls(%a: memref<?xf64>) {
+  %c0 = arith.constant 0 : index
+  %n = memref.dim %a, %c0 : memref<?xf64>
+  %b = memref.alloc(%n) : memref<?xf64>
   linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>],
                   iterator_types = ["parallel"]}
       ins(%a : memref<?xf64>) outs(%b : memref<?xf64>) {
