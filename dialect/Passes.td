@@ -387,7 +387,8 @@ def ADVectorizePass : Pass<"ad-vectorize", "::mlir::func::FuncOp"> {
            "then rounded in a different order)">,
     Option<"markParallel", "mark-parallel", "bool", /*default=*/"false",
            "Mark each op's outermost tile loop that runs over a parallel "
-           "dimension with `ad.parallel`, for ad-parallelize">,
+           "dimension with `ad.parallel`, for ad-parallelize, when its "
+           "outputs cannot overlap each other or its inputs">,
   ];
   let dependentDialects = ["::mlir::affine::AffineDialect",
                            "::mlir::arith::ArithDialect",
@@ -403,7 +404,9 @@ def ADParallelizePass : Pass<"ad-parallelize", "::mlir::func::FuncOp"> {
     Rewrites each `scf.for` marked `ad.parallel` (by `ad-vectorize
     mark-parallel`: the outermost tile loop of a linalg op, over one of its
     parallel dimensions, whose iterations write disjoint tiles of the
-    op's outputs) into an OpenMP worksharing loop:
+    op's outputs and read nothing another iteration writes: outputs that
+    cannot overlap each other or the inputs) into an OpenMP worksharing
+    loop:
     `omp.parallel { omp.wsloop { omp.loop_nest ... } }`, statically
     scheduled. It runs when an estimate of the loop nest's iterations (the
     loop's trip count times the trip counts of the loops inside it whose
