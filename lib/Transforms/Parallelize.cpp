@@ -9,6 +9,8 @@
 
 #include "ad/Transforms/Passes.h"
 
+#include "ViewRoots.h"
+
 #include "mlir/Dialect/OpenMP/OpenMPDialect.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 
@@ -84,15 +86,11 @@ static const char *whySequential(scf::ForOp loop) {
   // A stack buffer allocated before the loop and used in it would be shared
   // by the threads (vector transfers lowered through a temporary do that).
   // (Or a view of one: a subview, a cast.)
-  auto stackRoot = [](Value value) {
-    while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
-      value = view.getViewSource();
-    return value.getDefiningOp<memref::AllocaOp>();
-  };
   WalkResult shared = loop.getBody()->walk([&](Operation *op) {
     for (Value operand : op->getOperands())
       if (definedOutside(operand, loop))
-        if (memref::AllocaOp alloca = stackRoot(operand);
+        if (auto alloca =
+                ad::rootBuffer(operand).getDefiningOp<memref::AllocaOp>();
             alloca && definedOutside(alloca.getResult(), loop))
           return WalkResult::interrupt();
     return WalkResult::advance();

@@ -22,6 +22,7 @@
 
 #include "HostVectors.h"
 #include "IndexingLoops.h"
+#include "ViewRoots.h"
 
 #include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -47,6 +48,7 @@ namespace mlir::ad {
 
 using namespace mlir;
 using mlir::ad::loopsOf;
+using mlir::ad::rootBuffer;
 
 namespace {
 
@@ -539,13 +541,6 @@ static void tileTransposedCopy(RewriterBase &rewriter, linalg::TransposeOp copy,
   plan->sizes[n - 1] = clampTile(8, ranges[n - 1]);
   (void)tileAndPeel(rewriter, copy, *plan, marker, reductionMarker,
                     /*parallelMarker=*/{});
-}
-
-/// The buffer `value` is a view of.
-static Value rootBuffer(Value value) {
-  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
-    value = view.getViewSource();
-  return value;
 }
 
 /// Whether two root buffers cannot overlap. Only what is known is
