@@ -15,6 +15,13 @@
 // they need, and every op with a memory effect). The outputs that stay
 // must still give every loop its range.
 //
+// ForwardRepeatedResults gives the readers of a result that only repeats
+// another (the same yielded value through the same map) or copies an input
+// (an input yielded through the map it is read by) that result or input
+// instead: fusion leaves such results (the cotangents 2h/6 dy of two RK4
+// stages, an input passed through to a consumer merged in), and each costs
+// a pass writing memory. EraseDeadResultChains then drops them.
+//
 //===----------------------------------------------------------------------===//
 
 #include "GenericParts.h"
@@ -175,8 +182,59 @@ struct EraseDeadResultChains : OpRewritePattern<linalg::GenericOp> {
   }
 };
 
+struct ForwardRepeatedResults : OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(linalg::GenericOp generic,
+                                PatternRewriter &rewriter) const override {
+    if (!generic.hasPureTensorSemantics())
+      return failure();
+    Block *body = generic.getBody();
+    auto yield = cast<linalg::YieldOp>(body->getTerminator());
+    unsigned numInputs = generic.getNumDpsInputs();
+    bool changed = false;
+    for (OpOperand &init : generic.getDpsInitsMutable()) {
+      OpResult result = generic.getTiedOpResult(&init);
+      AffineMap map = generic.getMatchingIndexingMap(&init);
+      // Every element of the result is the yielded value at its point
+      // (the last one with reductions) only when the body never reads the
+      // init and the map reaches every element once per point.
+      if (result.use_empty() || !map.isProjectedPermutation() ||
+          !generic.getMatchingBlockArgument(&init).use_empty())
+        continue;
+      Value yielded = yield.getOperand(init.getOperandNumber() - numInputs);
+      Value same;
+      // An input yielded through the map it is read by, of the same type.
+      if (auto argument = dyn_cast<BlockArgument>(yielded);
+          argument && argument.getOwner() == body &&
+          argument.getArgNumber() < numInputs) {
+        OpOperand *input = generic.getDpsInputOperand(argument.getArgNumber());
+        if (generic.getMatchingIndexingMap(input) == map &&
+            input->get().getType() == result.getType())
+          same = input->get();
+      }
+      // An earlier result yielding the same value through the same map.
+      for (OpOperand &other : generic.getDpsInitsMutable()) {
+        if (same || other.getOperandNumber() >= init.getOperandNumber())
+          break;
+        if (yield.getOperand(other.getOperandNumber() - numInputs) ==
+                yielded &&
+            generic.getMatchingIndexingMap(&other) == map &&
+            generic.getTiedOpResult(&other).getType() == result.getType())
+          same = generic.getTiedOpResult(&other);
+      }
+      if (!same)
+        continue;
+      rewriter.replaceAllUsesWith(result, same);
+      changed = true;
+    }
+    return success(changed);
+  }
+};
+
 } // namespace
 
 void mlir::ad::populateEraseDeadResultPatterns(RewritePatternSet &patterns) {
-  patterns.add<EraseDeadResultChains>(patterns.getContext());
+  patterns.add<EraseDeadResultChains, ForwardRepeatedResults>(
+      patterns.getContext());
 }

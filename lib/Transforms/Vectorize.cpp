@@ -163,42 +163,95 @@ static FailureOr<linalg::LinalgOp> packInput(RewriterBase &rewriter,
   return cast<linalg::LinalgOp>(generic.getOperation());
 }
 
+/// The loops a result of an indexing map reads when it is one loop or a sum
+/// of distinct loops (a convolution's window, `oh + kh`), else nullopt.
+static std::optional<SmallVector<unsigned>> sumOfLoops(AffineExpr expr) {
+  if (auto dim = dyn_cast<AffineDimExpr>(expr))
+    return SmallVector<unsigned>{dim.getPosition()};
+  auto sum = dyn_cast<AffineBinaryOpExpr>(expr);
+  if (!sum || sum.getKind() != AffineExprKind::Add)
+    return std::nullopt;
+  std::optional<SmallVector<unsigned>> lhs = sumOfLoops(sum.getLHS());
+  std::optional<SmallVector<unsigned>> rhs = sumOfLoops(sum.getRHS());
+  if (!lhs || !rhs)
+    return std::nullopt;
+  for (unsigned dim : *rhs) {
+    if (llvm::is_contained(*lhs, dim))
+      return std::nullopt;
+    lhs->push_back(dim);
+  }
+  return lhs;
+}
+
+/// The tile of a contraction's narrow dimension: 8 rows, or fewer (down to
+/// 4) when they divide a static size 8 does not, so that no rows are left
+/// to the scalar remainder loop (a 30 x 30 convolution output: 5 tiles of
+/// 6 instead of 3 of 8 and 6 scalar rows).
+static int64_t narrowTile(int64_t staticSize) {
+  if (!ShapedType::isDynamic(staticSize) && staticSize % 8 != 0)
+    for (int64_t rows = 7; rows >= 4; --rows)
+      if (staticSize % rows == 0)
+        return rows;
+  return clampTile(8, staticSize);
+}
+
 /// The plan of a contraction for a generic that is not one but has its
 /// shape: each reduction step combines a function of the inputs into every
 /// output element, as `(c_j - p_i)^2` summed over l into a distance matrix,
-/// or `M[k,j,i] (x[n,i] - mu[k,i])` summed over i. Tiled like a
+/// or `M[k,j,i] (x[n,i] - mu[k,i])` summed over i, or a convolution
+/// (`x[n, oh + kh, ow + kw, c] K[kh, kw, c, f]` summed over kh, kw and c)
+/// and the adjoints of one, which read or write the window. Tiled like a
 /// contraction, MR x NR output tiles stay in registers across the reduction
 /// loops, and each step is elementwise on the tile: a broadcast of the
 /// narrow dimension's inputs against vectors of the wide one's. The order
 /// of each element's reduction is the scalar loop's, so the results are
 /// the same bits.
 ///
-/// The wide dimension is the output's innermost; the narrow one, another
-/// parallel dimension of the output that no input read along the wide one
-/// depends on (so that a vector of the wide input serves MR rows), the
-/// innermost of them in the output when there are several. The other
-/// output dimensions are batch dimensions, outermost.
+/// Every result of every map is a loop or a sum of loops. The wide
+/// dimension is the output's innermost, a loop of its own that no sum
+/// reads; the narrow one, another loop the output reads (alone or in a
+/// sum) that no input read along the wide one depends on (so that a vector
+/// of the wide input serves MR rows), the innermost of them in the output
+/// when there are several. The other loops the output reads are batch
+/// loops, outermost; those it does not read are the reductions, innermost.
 static std::optional<TilePlan>
-planOuterTiles(linalg::LinalgOp op, int64_t lanes, ArrayRef<int64_t> ranges) {
-  auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
-  if (!generic || generic.getNumDpsInits() != 1 ||
-      !generic.getBody()->getOps<linalg::IndexOp>().empty() ||
-      !llvm::all_of(generic.getIndexingMapsArray(), [](AffineMap map) {
-        return map.isProjectedPermutation();
-      }))
+planOuterTiles(linalg::LinalgOp generic, int64_t lanes,
+               ArrayRef<int64_t> ranges) {
+  if (generic.getNumDpsInits() != 1 ||
+      !generic.getBlock()->getOps<linalg::IndexOp>().empty())
     return std::nullopt;
+  unsigned numLoops = generic.getNumLoops();
+  // The loops each result reads; the loops some sum reads.
+  llvm::SmallBitVector inSums(numLoops);
+  for (AffineMap map : generic.getIndexingMapsArray()) {
+    if (map.getNumSymbols() != 0)
+      return std::nullopt;
+    // No loop twice in one map (a diagonal).
+    llvm::SmallBitVector read(numLoops);
+    for (AffineExpr expr : map.getResults()) {
+      std::optional<SmallVector<unsigned>> loops = sumOfLoops(expr);
+      if (!loops)
+        return std::nullopt;
+      for (unsigned dim : *loops) {
+        if (read.test(dim))
+          return std::nullopt;
+        read.set(dim);
+        if (loops->size() > 1)
+          inSums.set(dim);
+      }
+    }
+  }
   AffineMap outputMap =
       generic.getMatchingIndexingMap(generic.getDpsInitOperand(0));
   if (outputMap.getNumResults() < 2)
     return std::nullopt;
   SmallVector<utils::IteratorType> iterators =
       generic.getIteratorTypesArray();
-  unsigned numLoops = generic.getNumLoops();
-  auto dimAt = [&](AffineMap map, unsigned position) {
-    return cast<AffineDimExpr>(map.getResult(position)).getPosition();
-  };
-  unsigned wide = dimAt(outputMap, outputMap.getNumResults() - 1);
-  if (iterators[wide] != utils::IteratorType::parallel)
+  auto innermost = dyn_cast<AffineDimExpr>(outputMap.getResults().back());
+  if (!innermost)
+    return std::nullopt;
+  unsigned wide = innermost.getPosition();
+  if (iterators[wide] != utils::IteratorType::parallel || inSums.test(wide))
     return std::nullopt;
   SmallVector<unsigned> reductions;
   for (unsigned dim = 0; dim < numLoops; ++dim)
@@ -207,51 +260,62 @@ planOuterTiles(linalg::LinalgOp op, int64_t lanes, ArrayRef<int64_t> ranges) {
   if (reductions.empty())
     return std::nullopt;
   // The inputs read along the wide dimension; at most one may need a
-  // transposed copy to be read contiguously along it.
+  // transposed copy to be read contiguously along it (a projected
+  // permutation, which the copy permutes).
   std::optional<unsigned> packOperand;
   llvm::SmallBitVector wideInputDims(numLoops);
   for (OpOperand *input : generic.getDpsInputOperands()) {
     AffineMap map = generic.getMatchingIndexingMap(input);
     if (!isa<ShapedType>(input->get().getType()) || !map.isFunctionOfDim(wide))
       continue;
-    for (unsigned position = 0; position < map.getNumResults(); ++position)
-      wideInputDims.set(dimAt(map, position));
-    if (dimAt(map, map.getNumResults() - 1) != wide) {
-      if (packOperand)
+    for (unsigned dim = 0; dim < numLoops; ++dim)
+      if (map.isFunctionOfDim(dim))
+        wideInputDims.set(dim);
+    if (map.getResults().back() != innermost) {
+      if (packOperand || !map.isProjectedPermutation())
         return std::nullopt;
       packOperand = input->getOperandNumber();
     }
   }
   std::optional<unsigned> narrow;
-  for (unsigned position = 0; position + 1 < outputMap.getNumResults();
-       ++position) {
-    unsigned dim = dimAt(outputMap, position);
-    if (iterators[dim] == utils::IteratorType::parallel &&
-        !wideInputDims.test(dim))
-      narrow = dim;
+  SmallVector<unsigned> outputLoops;
+  for (AffineExpr expr : outputMap.getResults().drop_back()) {
+    for (unsigned dim : *sumOfLoops(expr)) {
+      outputLoops.push_back(dim);
+      if (!wideInputDims.test(dim))
+        narrow = dim;
+    }
   }
   if (!narrow)
     return std::nullopt;
   // Worth it only for whole vectors along the wide dimension, and, when an
-  // input must be copied transposed (a pass over all of it), for a narrow
-  // dimension long enough to read each copied vector many times (a batch
-  // of 8 x 16 distance blocks ran 2x slower with the copy than as vectors
-  // along the reduction).
+  // input must be copied transposed (a pass over all of it), when each
+  // copied element is read many times: by the iterations of the loops the
+  // input does not depend on (a batch of 8 x 16 distance blocks ran 2x
+  // slower with the copy than as vectors along the reduction; a
+  // convolution's kernel serves every output pixel).
   auto atLeast = [&](unsigned dim, int64_t size) {
     return ShapedType::isDynamic(ranges[dim]) || ranges[dim] >= size;
   };
-  if (!atLeast(wide, lanes) || (packOperand && !atLeast(*narrow, 32)))
+  if (!atLeast(wide, lanes))
     return std::nullopt;
+  if (packOperand) {
+    AffineMap map = generic.getMatchingIndexingMap(
+        &generic->getOpOperand(*packOperand));
+    int64_t reuse = 1;
+    for (unsigned dim = 0; dim < numLoops && reuse < 32; ++dim)
+      if (!map.isFunctionOfDim(dim))
+        reuse = ShapedType::isDynamic(ranges[dim]) ? 32 : reuse * ranges[dim];
+    if (reuse < 32)
+      return std::nullopt;
+  }
   TilePlan plan;
   plan.sizes.assign(numLoops, 1);
-  plan.sizes[*narrow] = clampTile(8, ranges[*narrow]);
+  plan.sizes[*narrow] = narrowTile(ranges[*narrow]);
   plan.sizes[wide] = clampTile(2 * lanes, ranges[wide]);
-  for (unsigned position = 0; position < outputMap.getNumResults();
-       ++position) {
-    unsigned dim = dimAt(outputMap, position);
-    if (dim != wide && dim != *narrow)
+  for (unsigned dim : outputLoops)
+    if (dim != *narrow)
       plan.interchange.push_back(dim);
-  }
   plan.numBatch = plan.interchange.size();
   plan.interchange.push_back(*narrow);
   plan.interchange.push_back(wide);
@@ -336,9 +400,12 @@ static std::optional<TilePlan> planTiles(linalg::LinalgOp op,
   return plan;
 }
 
-/// The tile `generic` (static shapes, projected permutation maps) without
-/// its reduction loops when each has one iteration: operands indexed by
-/// them are rank-reduced views, and the tile is elementwise.
+/// The tile `generic` (static shapes; every map result a loop or a sum of
+/// loops, see planOuterTiles) without its loops of one iteration that are
+/// reductions or read in a sum (a convolution's window: `oh + kh` with one
+/// kh is oh), when every loop left indexes every output: operands indexed
+/// by the dropped loops alone are rank-reduced views, and the tile is
+/// elementwise.
 static FailureOr<linalg::GenericOp>
 dropUnitReductions(RewriterBase &rewriter, linalg::GenericOp generic) {
   MLIRContext *context = generic.getContext();
@@ -346,58 +413,106 @@ dropUnitReductions(RewriterBase &rewriter, linalg::GenericOp generic) {
   SmallVector<int64_t> ranges = generic.getStaticLoopRanges();
   SmallVector<utils::IteratorType> iterators =
       generic.getIteratorTypesArray();
-  SmallVector<int64_t> newIndex(iterators.size(), -1);
-  SmallVector<utils::IteratorType> newIterators;
-  for (auto [dim, iterator] : llvm::enumerate(iterators)) {
-    if (iterator == utils::IteratorType::reduction && ranges[dim] == 1)
-      continue;
-    newIndex[dim] = newIterators.size();
-    newIterators.push_back(iterator);
-  }
-  // Only when no reduction is left: the tile is then elementwise.
-  if (newIterators.size() == iterators.size() ||
-      llvm::is_contained(newIterators, utils::IteratorType::reduction) ||
-      !llvm::all_of(generic.getIndexingMapsArray(), [](AffineMap map) {
-        return map.isProjectedPermutation();
-      }))
+  unsigned numLoops = iterators.size();
+  // linalg.index would name loops by their old positions.
+  if (!generic.getBody()->getOps<linalg::IndexOp>().empty())
     return failure();
+  llvm::SmallBitVector inSums(numLoops);
+  for (AffineMap map : generic.getIndexingMapsArray())
+    for (AffineExpr expr : map.getResults()) {
+      std::optional<SmallVector<unsigned>> loops = sumOfLoops(expr);
+      if (!loops || map.getNumSymbols() != 0)
+        return failure();
+      if (loops->size() > 1)
+        for (unsigned dim : *loops)
+          inSums.set(dim);
+    }
+  SmallVector<int64_t> newIndex(numLoops, -1);
+  unsigned numNew = 0;
+  SmallVector<AffineExpr> replacements;
+  for (auto [dim, iterator] : llvm::enumerate(iterators)) {
+    if (ranges[dim] == 1 &&
+        (iterator == utils::IteratorType::reduction || inSums.test(dim))) {
+      replacements.push_back(getAffineConstantExpr(0, context));
+      continue;
+    }
+    newIndex[dim] = numNew;
+    replacements.push_back(getAffineDimExpr(numNew++, context));
+  }
+  if (numNew == numLoops)
+    return failure();
+  // Each map with the dropped loops at 0: every result a loop (kept) or 0
+  // (a dimension of one element, rank-reduced).
+  SmallVector<AffineMap> newMaps;
+  for (AffineMap map : generic.getIndexingMapsArray()) {
+    AffineMap replaced = map.replaceDimsAndSymbols(replacements, {}, numNew, 0);
+    for (AffineExpr expr : replaced.getResults()) {
+      auto constant = dyn_cast<AffineConstantExpr>(expr);
+      if (!isa<AffineDimExpr>(expr) && !(constant && constant.getValue() == 0))
+        return failure();
+    }
+    newMaps.push_back(replaced);
+  }
+  // Only when every loop left indexes every output: the tile is then
+  // elementwise.
+  SmallVector<AffineMap> outputMaps;
+  for (OpOperand &init : generic.getDpsInitsMutable())
+    outputMaps.push_back(newMaps[init.getOperandNumber()]);
+  SmallVector<utils::IteratorType> newIterators =
+      ad::iteratorTypesOfOutputs(numNew, outputMaps);
+  if (llvm::is_contained(newIterators, utils::IteratorType::reduction))
+    return failure();
+  // No loop twice in one map (upstream's isProjectedPermutation takes no
+  // more zeros than the map has loops).
+  for (AffineMap map : newMaps) {
+    llvm::SmallBitVector read(numNew);
+    for (AffineExpr expr : map.getResults()) {
+      auto dim = dyn_cast<AffineDimExpr>(expr);
+      if (!dim)
+        continue;
+      if (read.test(dim.getPosition()))
+        return failure();
+      read.set(dim.getPosition());
+    }
+  }
   // Buffers of static shape, none of rank 0 before or after (upstream
   // vectorization of LLVM 22 crashes on some generics reading a rank-0
-  // buffer through a broadcast).
+  // buffer through a broadcast); a dimension read at 0 has one element.
   for (OpOperand &operand : generic->getOpOperands()) {
     auto type = dyn_cast<MemRefType>(operand.get().getType());
-    AffineMap map = generic.getMatchingIndexingMap(&operand);
+    AffineMap map = newMaps[operand.getOperandNumber()];
     if (!type) {
       if (map.getNumResults() != 0)
         return failure();
       continue;
     }
     if (!type.hasStaticShape() ||
-        llvm::all_of(map.getResults(), [&](AffineExpr expr) {
-          return newIndex[cast<AffineDimExpr>(expr).getPosition()] < 0;
-        }))
+        llvm::none_of(map.getResults(),
+                      [](AffineExpr expr) { return isa<AffineDimExpr>(expr); }))
       return failure();
+    for (auto [position, expr] : llvm::enumerate(map.getResults()))
+      if (!isa<AffineDimExpr>(expr) && type.getDimSize(position) != 1)
+        return failure();
   }
   rewriter.setInsertionPoint(generic);
   SmallVector<Value> operands;
   SmallVector<AffineMap> maps;
   for (OpOperand &operand : generic->getOpOperands()) {
-    AffineMap map = generic.getMatchingIndexingMap(&operand);
+    AffineMap map = newMaps[operand.getOperandNumber()];
     Value value = operand.get();
     SmallVector<AffineExpr> results;
     SmallVector<int64_t> shape;
     SmallVector<OpFoldResult> offsets, sizes, strides;
     auto type = dyn_cast<MemRefType>(value.getType());
     for (auto [position, expr] : llvm::enumerate(map.getResults())) {
-      unsigned dim = cast<AffineDimExpr>(expr).getPosition();
       offsets.push_back(rewriter.getIndexAttr(0));
       strides.push_back(rewriter.getIndexAttr(1));
       int64_t size = type.getDimSize(position);
       sizes.push_back(rewriter.getIndexAttr(size));
-      if (newIndex[dim] < 0)
+      if (!isa<AffineDimExpr>(expr))
         continue;
       shape.push_back(size);
-      results.push_back(getAffineDimExpr(newIndex[dim], context));
+      results.push_back(expr);
     }
     if (type && shape.size() != static_cast<size_t>(type.getRank())) {
       MemRefType viewType = memref::SubViewOp::inferRankReducedResultType(
@@ -406,7 +521,7 @@ dropUnitReductions(RewriterBase &rewriter, linalg::GenericOp generic) {
                                         offsets, sizes, strides);
     }
     operands.push_back(value);
-    maps.push_back(AffineMap::get(newIterators.size(), 0, results, context));
+    maps.push_back(AffineMap::get(numNew, 0, results, context));
   }
   unsigned numInputs = generic.getNumDpsInputs();
   Block *body = generic.getBody();
@@ -1102,6 +1217,19 @@ struct ADVectorizePass
     // element types of a batch_matmul: a vector.contract nothing lowers)
     // are vectorized from their generic form, whose body says how.
     for (linalg::LinalgOp &op : ops) {
+      // Convolutions tiled like contractions are tiled from their generic
+      // form (upstream vectorizes only 1-D convolutions).
+      if (isa<linalg::ConvolutionOpInterface>(op.getOperation())) {
+        std::optional<TilePlan> plan = planTiles(op, bits);
+        if (!contractions || !plan || !plan->contraction)
+          continue;
+        rewriter.setInsertionPoint(op);
+        FailureOr<linalg::GenericOp> generic =
+            linalg::generalizeNamedOp(rewriter, op);
+        if (succeeded(generic))
+          op = cast<linalg::LinalgOp>(generic->getOperation());
+        continue;
+      }
       if (isa<linalg::GenericOp>(op.getOperation()) ||
           !linalg::isaContractionOpInterface(op))
         continue;

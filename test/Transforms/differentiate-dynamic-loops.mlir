@@ -41,7 +41,8 @@ func.func @caller(%x: tensor<?xf64>, %n: index, %dy: tensor<?xf64>) -> tensor<?x
 // -----
 
 // A call in a loop. The callee's pullback reads its argument z only for its
-// size: z is not kept, its size is (an index, computed once before the loop
+// size (dz = 2 dy; with dz = dy it would pass dy on and read nothing): z is
+// not kept, its size is (an index, computed once before the loop
 // since it is the same in every iteration). Its other argument w is read,
 // and is the caller's own: not kept per iteration either. Nothing is.
 // CHECK-LABEL: func.func private @scale_ad_fwd_0_1
@@ -62,7 +63,8 @@ func.func private @scale(%z: tensor<?xf64>, %w: tensor<?xf64>) -> tensor<?xf64> 
       ins(%z, %w : tensor<?xf64>, tensor<?xf64>) outs(%e : tensor<?xf64>) {
   ^bb0(%a: f64, %b: f64, %o: f64):
     %t = math.tanh %b : f64
-    %m = arith.addf %a, %t : f64
+    %a2 = arith.addf %a, %a : f64
+    %m = arith.addf %a2, %t : f64
     linalg.yield %m : f64
   } -> tensor<?xf64>
   return %r : tensor<?xf64>

@@ -40,7 +40,8 @@ void populateAdjointSimplificationPatterns(RewritePatternSet &patterns);
 
 /// Adds the removal of linalg.generic results nobody reads, with the body
 /// ops only they need (upstream removes them only when the body does not
-/// read their init).
+/// read their init), and the forwarding of a result that repeats another
+/// result or copies an input to its readers, so that it is removed too.
 void populateEraseDeadResultPatterns(RewritePatternSet &patterns);
 
 /// Adds the split of elementwise generics reading a tensor padded along one
