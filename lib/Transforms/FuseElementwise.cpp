@@ -317,9 +317,7 @@ struct ADFuseElementwisePass
     (void)applyPatternsGreedily(getOperation(), std::move(cleanup));
     // Padded tensors read in place, once the generics reading them are
     // fused.
-    RewritePatternSet pads(&getContext());
-    ad::populateSplitPadPatterns(pads);
-    (void)applyPatternsGreedily(getOperation(), std::move(pads));
+    ad::splitPaddedInputs(getOperation());
     // A producer read through several operands is inlined once per
     // operand: one computation is enough. Only inside the bodies: CSE of
     // the function would merge the fills given back above.

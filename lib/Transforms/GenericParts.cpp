@@ -22,6 +22,11 @@
 // stages, an input passed through to a consumer merged in), and each costs
 // a pass writing memory. EraseDeadResultChains then drops them.
 //
+// ReadInitsAsInputs makes an output nobody reads, whose init the body reads
+// (an accumulator read for the value so far by other outputs), an input:
+// the pass no longer writes it back. Only when its map reaches every loop,
+// so that each element is read once, before any iteration writes it.
+//
 //===----------------------------------------------------------------------===//
 
 #include "GenericParts.h"
@@ -232,9 +237,76 @@ struct ForwardRepeatedResults : OpRewritePattern<linalg::GenericOp> {
   }
 };
 
+struct ReadInitsAsInputs : OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(linalg::GenericOp generic,
+                                PatternRewriter &rewriter) const override {
+    if (!generic.hasPureTensorSemantics() || generic.getNumResults() < 2)
+      return failure();
+    SmallVector<OpOperand *> moved, kept;
+    for (OpOperand &init : generic.getDpsInitsMutable()) {
+      AffineMap map = generic.getMatchingIndexingMap(&init);
+      if (generic.getTiedOpResult(&init).use_empty() &&
+          !generic.getMatchingBlockArgument(&init).use_empty() &&
+          map.isPermutation())
+        moved.push_back(&init);
+      else
+        kept.push_back(&init);
+    }
+    if (moved.empty() || kept.empty())
+      return failure();
+    unsigned numInputs = generic.getNumDpsInputs();
+    SmallVector<Value> inputs(generic.getDpsInputs());
+    SmallVector<AffineMap> maps;
+    for (OpOperand *input : generic.getDpsInputOperands())
+      maps.push_back(generic.getMatchingIndexingMap(input));
+    for (OpOperand *init : moved) {
+      inputs.push_back(init->get());
+      maps.push_back(generic.getMatchingIndexingMap(init));
+    }
+    SmallVector<Value> outputs;
+    SmallVector<Type> types;
+    for (OpOperand *init : kept) {
+      outputs.push_back(init->get());
+      types.push_back(generic.getTiedOpResult(init).getType());
+      maps.push_back(generic.getMatchingIndexingMap(init));
+    }
+    Block *body = generic.getBody();
+    auto yield = cast<linalg::YieldOp>(body->getTerminator());
+    auto rewritten = linalg::GenericOp::create(
+        rewriter, generic.getLoc(), types, inputs, outputs, maps,
+        generic.getIteratorTypesArray(),
+        [&](OpBuilder &b, Location loc, ValueRange args) {
+          IRMapping mapping;
+          for (unsigned i = 0; i < numInputs; ++i)
+            mapping.map(body->getArgument(i), args[i]);
+          unsigned next = numInputs;
+          for (OpOperand *init : moved)
+            mapping.map(generic.getMatchingBlockArgument(init), args[next++]);
+          for (OpOperand *init : kept)
+            mapping.map(generic.getMatchingBlockArgument(init), args[next++]);
+          for (Operation &op : body->without_terminator())
+            b.clone(op, mapping);
+          SmallVector<Value> results;
+          for (OpOperand *init : kept)
+            results.push_back(mapping.lookupOrDefault(
+                yield.getOperand(init->getOperandNumber() - numInputs)));
+          linalg::YieldOp::create(b, loc, results);
+        });
+    rewritten->setDiscardableAttrs(generic->getDiscardableAttrDictionary());
+    // A moved output is replaced by its init: nothing reads it.
+    SmallVector<Value> replacements(generic.getDpsInits());
+    for (auto [init, result] : llvm::zip(kept, rewritten->getResults()))
+      replacements[init->getOperandNumber() - numInputs] = result;
+    rewriter.replaceOp(generic, replacements);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::ad::populateEraseDeadResultPatterns(RewritePatternSet &patterns) {
-  patterns.add<EraseDeadResultChains, ForwardRepeatedResults>(
-      patterns.getContext());
+  patterns.add<EraseDeadResultChains, ForwardRepeatedResults,
+               ReadInitsAsInputs>(patterns.getContext());
 }

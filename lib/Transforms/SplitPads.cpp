@@ -7,19 +7,35 @@
 // (two passes over memory), is never made. A one-dimensional tensor
 // inserted into a fill is the same padded tensor.
 //
+// A generic reading several tensors padded along the same dimension by
+// constant amounts (the shifted state of an ODE step and the cotangent its
+// adjoint shifts back, padded at the other end) is split at every border of
+// every pad at once; splitting at one pad's borders would leave slices of
+// the others, which are then made whole. The parts are ordered as they are
+// only when the dimension is at least the largest low padding plus the
+// largest high padding long: a smaller size (known only at run time) runs
+// the generic as it was, on the padded tensors.
+//
 //===----------------------------------------------------------------------===//
 
 #include "ad/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/ValueBoundsOpInterface.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 using namespace mlir;
 
 namespace {
+
+/// Marks the copy of a generic kept, reading its padded inputs, for sizes
+/// too small to split it at several pads' borders.
+constexpr llvm::StringLiteral kKeepPadded = "__ad_keep_padded__";
 
 /// Whether `generic` is elementwise: every loop parallel, every operand
 /// read and written at the loops' point, no `linalg.index`.
@@ -84,8 +100,11 @@ struct SplitPaddedInput : OpRewritePattern<linalg::GenericOp> {
 
   LogicalResult matchAndRewrite(linalg::GenericOp generic,
                                 PatternRewriter &rewriter) const override {
-    if (!isPlainElementwise(generic) || generic.getNumDpsInits() == 0)
+    if (!isPlainElementwise(generic) || generic.getNumDpsInits() == 0 ||
+        generic->hasAttr(kKeepPadded))
       return failure();
+    if (succeeded(splitSeveral(generic, rewriter)))
+      return success();
     for (OpOperand *input : generic.getDpsInputOperands()) {
       auto pad = input->get().getDefiningOp<tensor::PadOp>();
       if (!pad || pad.getNofold())
@@ -102,6 +121,204 @@ struct SplitPaddedInput : OpRewritePattern<linalg::GenericOp> {
   }
 
 private:
+  /// A padded input: its operand number, pad, constant amounts and value.
+  struct PaddedInput {
+    unsigned number;
+    tensor::PadOp pad;
+    int64_t low, high;
+    Value value;
+  };
+
+  /// The split at the borders of every pad along one dimension, when the
+  /// generic reads at least two tensors padded along it by constant
+  /// amounts (see the file comment).
+  static LogicalResult splitSeveral(linalg::GenericOp generic,
+                                    PatternRewriter &rewriter) {
+    SmallVector<PaddedInput> padded;
+    int64_t dimension = -1;
+    for (OpOperand *input : generic.getDpsInputOperands()) {
+      auto pad = input->get().getDefiningOp<tensor::PadOp>();
+      if (!pad || pad.getNofold())
+        continue;
+      Value value = pad.getConstantPaddingValue();
+      int64_t padDimension = paddedDimension(pad);
+      if (!value || padDimension < 0)
+        continue;
+      std::optional<int64_t> low =
+          getConstantIntValue(pad.getMixedLowPad()[padDimension]);
+      std::optional<int64_t> high =
+          getConstantIntValue(pad.getMixedHighPad()[padDimension]);
+      if (!low || !high)
+        continue;
+      if (dimension < 0)
+        dimension = padDimension;
+      if (padDimension == dimension)
+        padded.push_back({input->getOperandNumber(), pad, *low, *high, value});
+    }
+    if (padded.size() < 2)
+      return failure();
+
+    Location loc = generic.getLoc();
+    unsigned rank = generic.getNumLoops();
+    Value like = generic.getDpsInits()[0];
+    SmallVector<OpFoldResult> sizes;
+    for (unsigned d = 0; d < rank; ++d)
+      sizes.push_back(tensor::getMixedSize(rewriter, loc, like, d));
+    OpFoldResult size = sizes[dimension];
+    // The borders: low amounts from the start, high ones from the end.
+    SmallVector<int64_t> lows{0}, highs{0};
+    for (const PaddedInput &input : padded) {
+      lows.push_back(input.low);
+      highs.push_back(input.high);
+    }
+    llvm::sort(lows);
+    lows.erase(llvm::unique(lows), lows.end());
+    llvm::sort(highs);
+    highs.erase(llvm::unique(highs), highs.end());
+    int64_t least = lows.back() + highs.back();
+    std::optional<int64_t> staticSize = getConstantIntValue(size);
+    if (staticSize && *staticSize < least)
+      return failure();
+
+    // Each part: its offset and size along the dimension, and for each
+    // padded input the offset in its source it reads from, or none (the
+    // part lies in that input's padding).
+    struct Part {
+      OpFoldResult offset, size;
+      SmallVector<std::optional<OpFoldResult>> sources;
+    };
+    SmallVector<Part> parts;
+    auto sourceOffset = [&](OpFoldResult offset, int64_t low) {
+      return subtract(rewriter, loc, offset, rewriter.getIndexAttr(low));
+    };
+    for (unsigned i = 0; i + 1 < lows.size(); ++i) {
+      Part part{rewriter.getIndexAttr(lows[i]),
+                rewriter.getIndexAttr(lows[i + 1] - lows[i]), {}};
+      for (const PaddedInput &input : padded)
+        part.sources.push_back(
+            lows[i] >= input.low
+                ? std::optional(sourceOffset(part.offset, input.low))
+                : std::nullopt);
+      parts.push_back(part);
+    }
+    OpFoldResult middleEnd =
+        subtract(rewriter, loc, size, rewriter.getIndexAttr(highs.back()));
+    Part middle{rewriter.getIndexAttr(lows.back()),
+                subtract(rewriter, loc, middleEnd,
+                         rewriter.getIndexAttr(lows.back())),
+                {}};
+    for (const PaddedInput &input : padded)
+      middle.sources.push_back(sourceOffset(middle.offset, input.low));
+    parts.push_back(middle);
+    for (unsigned j = highs.size() - 1; j > 0; --j) {
+      // [size - highs[j], size - highs[j - 1])
+      OpFoldResult offset =
+          subtract(rewriter, loc, size, rewriter.getIndexAttr(highs[j]));
+      Part part{offset, rewriter.getIndexAttr(highs[j] - highs[j - 1]), {}};
+      for (const PaddedInput &input : padded)
+        part.sources.push_back(
+            highs[j - 1] >= input.high
+                ? std::optional(sourceOffset(offset, input.low))
+                : std::nullopt);
+      parts.push_back(part);
+    }
+
+    // Only at run time is a dynamic size known to order the parts so: the
+    // generic as it was otherwise.
+    Operation *guard = nullptr;
+    if (!staticSize) {
+      Value long_ = arith::CmpIOp::create(
+          rewriter, loc, arith::CmpIPredicate::sge,
+          getValueOrCreateConstantIndexOp(rewriter, loc, size),
+          arith::ConstantIndexOp::create(rewriter, loc, least));
+      auto branch = scf::IfOp::create(rewriter, loc, generic->getResultTypes(),
+                                      long_, /*withElseRegion=*/true);
+      rewriter.setInsertionPointToStart(&branch.getElseRegion().front());
+      // The padded tensors are made there only (the then branch reads
+      // their sources).
+      IRMapping inElse;
+      for (PaddedInput &input : padded)
+        if (!inElse.contains(input.pad.getResult()))
+          rewriter.clone(*input.pad, inElse);
+      Operation *original = rewriter.clone(*generic, inElse);
+      original->setAttr(kKeepPadded, rewriter.getUnitAttr());
+      scf::YieldOp::create(rewriter, loc, original->getResults());
+      rewriter.setInsertionPointToStart(&branch.getThenRegion().front());
+      guard = branch;
+    }
+
+    SmallVector<Value> results(generic.getDpsInits());
+    Block *body = generic.getBody();
+    for (const Part &part : parts) {
+      SmallVector<OpFoldResult> offsets(rank, rewriter.getIndexAttr(0));
+      SmallVector<OpFoldResult> partSizes(sizes);
+      SmallVector<OpFoldResult> strides(rank, rewriter.getIndexAttr(1));
+      offsets[dimension] = part.offset;
+      partSizes[dimension] = part.size;
+      SmallVector<Value> inputs, outputs;
+      // The block argument of each padded input read as its value here.
+      DenseMap<unsigned, Value> constants;
+      for (OpOperand *input : generic.getDpsInputOperands()) {
+        PaddedInput *pad = llvm::find_if(padded, [&](const PaddedInput &p) {
+          return p.number == input->getOperandNumber();
+        });
+        if (pad == padded.end()) {
+          inputs.push_back(tensor::ExtractSliceOp::create(
+              rewriter, loc, input->get(), offsets, partSizes, strides));
+          continue;
+        }
+        const std::optional<OpFoldResult> &source =
+            part.sources[pad - padded.begin()];
+        if (!source) {
+          constants[input->getOperandNumber()] = pad->value;
+          continue;
+        }
+        SmallVector<OpFoldResult> sourceOffsets(offsets);
+        sourceOffsets[dimension] = *source;
+        inputs.push_back(tensor::ExtractSliceOp::create(
+            rewriter, loc, pad->pad.getSource(), sourceOffsets, partSizes,
+            strides));
+      }
+      for (Value result : results)
+        outputs.push_back(tensor::ExtractSliceOp::create(
+            rewriter, loc, result, offsets, partSizes, strides));
+      SmallVector<AffineMap> maps(inputs.size() + outputs.size(),
+                                  rewriter.getMultiDimIdentityMap(rank));
+      SmallVector<utils::IteratorType> iterators(
+          rank, utils::IteratorType::parallel);
+      auto piece = linalg::GenericOp::create(
+          rewriter, loc, TypeRange(ValueRange(outputs)), inputs, outputs,
+          maps, iterators,
+          [&](OpBuilder &b, Location bodyLoc, ValueRange arguments) {
+            IRMapping mapping;
+            unsigned next = 0;
+            for (BlockArgument argument : body->getArguments()) {
+              auto constant = constants.find(argument.getArgNumber());
+              if (constant != constants.end())
+                mapping.map(argument, constant->second);
+              else
+                mapping.map(argument, arguments[next++]);
+            }
+            for (Operation &op : body->without_terminator())
+              b.clone(op, mapping);
+            SmallVector<Value> yielded;
+            for (Value operand : body->getTerminator()->getOperands())
+              yielded.push_back(mapping.lookupOrDefault(operand));
+            linalg::YieldOp::create(b, bodyLoc, yielded);
+          });
+      for (auto [result, computed] : llvm::zip(results, piece.getResults()))
+        result = tensor::InsertSliceOp::create(rewriter, loc, computed, result,
+                                               offsets, partSizes, strides);
+    }
+    if (guard) {
+      scf::YieldOp::create(rewriter, loc, results);
+      rewriter.replaceOp(generic, guard->getResults());
+    } else {
+      rewriter.replaceOp(generic, results);
+    }
+    return success();
+  }
+
   static void split(linalg::GenericOp generic, unsigned padded,
                     tensor::PadOp pad, int64_t dimension, Value value,
                     PatternRewriter &rewriter) {
@@ -205,12 +422,32 @@ struct InsertIntoFillAsPad : OpRewritePattern<tensor::InsertSliceOp> {
         }))
       return failure();
     Location loc = insert.getLoc();
-    OpFoldResult size =
-        tensor::getMixedSize(rewriter, loc, fill.getDpsInits()[0], 0);
+    Value into = fill.getDpsInits()[0];
     OpFoldResult offset = insert.getMixedOffsets()[0];
     OpFoldResult length = insert.getMixedSizes()[0];
-    OpFoldResult high = subtract(
-        rewriter, loc, subtract(rewriter, loc, size, offset), length);
+    // Constant amounts when the sizes say so (n - (n - 1) is 1), which a
+    // generic reading several pads needs to be split at all of them.
+    using Variable = ValueBoundsConstraintSet::Variable;
+    MLIRContext *context = rewriter.getContext();
+    if (FailureOr<int64_t> known = ValueBoundsConstraintSet::computeConstantBound(
+            presburger::BoundType::EQ, Variable(offset));
+        succeeded(known))
+      offset = rewriter.getIndexAttr(*known);
+    AffineExpr d0, d1, d2;
+    bindDims(context, d0, d1, d2);
+    OpFoldResult high;
+    if (FailureOr<int64_t> known = ValueBoundsConstraintSet::computeConstantBound(
+            presburger::BoundType::EQ,
+            Variable(AffineMap::get(3, 0, d0 - d1 - d2),
+                     {Variable(into, 0), Variable(offset), Variable(length)}));
+        succeeded(known))
+      high = rewriter.getIndexAttr(*known);
+    else
+      high = subtract(rewriter, loc,
+                      subtract(rewriter, loc,
+                               tensor::getMixedSize(rewriter, loc, into, 0),
+                               offset),
+                      length);
     auto pad = tensor::PadOp::create(
         rewriter, loc, insert.getType(), insert.getSource(),
         ArrayRef<OpFoldResult>{offset}, ArrayRef<OpFoldResult>{high},
@@ -246,7 +483,18 @@ struct SizeOfPad : OpRewritePattern<tensor::DimOp> {
 
 } // namespace
 
-void mlir::ad::populateSplitPadPatterns(RewritePatternSet &patterns) {
-  patterns.add<SplitPaddedInput, InsertIntoFillAsPad, SizeOfPad>(
-      patterns.getContext());
+void mlir::ad::splitPaddedInputs(Operation *root) {
+  MLIRContext *context = root->getContext();
+  // Fills with a tensor inserted become pads first, while the generics
+  // reading them are whole (InsertIntoFillAsPad needs generics as users):
+  // a generic reading two of them is then split at both at once.
+  RewritePatternSet asPads(context);
+  asPads.add<InsertIntoFillAsPad>(context);
+  (void)applyPatternsGreedily(root, std::move(asPads));
+  RewritePatternSet patterns(context);
+  patterns.add<SplitPaddedInput, InsertIntoFillAsPad, SizeOfPad>(context);
+  (void)applyPatternsGreedily(root, std::move(patterns));
+  root->walk([](linalg::GenericOp generic) {
+    generic->removeAttr(kKeepPadded);
+  });
 }

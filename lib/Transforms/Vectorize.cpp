@@ -280,7 +280,8 @@ planOuterTiles(linalg::LinalgOp generic, int64_t lanes,
   std::optional<unsigned> narrow;
   SmallVector<unsigned> outputLoops;
   for (AffineExpr expr : outputMap.getResults().drop_back()) {
-    for (unsigned dim : *sumOfLoops(expr)) {
+    SmallVector<unsigned> loops = *sumOfLoops(expr);
+    for (unsigned dim : loops) {
       outputLoops.push_back(dim);
       if (!wideInputDims.test(dim))
         narrow = dim;

@@ -507,12 +507,14 @@ func.func @init_read_by_kept(%x: tensor<5xf64>, %a: tensor<f64>, %b: tensor<f64>
 // -----
 
 // An unused result that alone gives a loop its range stays (review
-// finding: dropping it made an invalid generic).
+// finding: dropping it made an invalid generic): as an input, since its
+// init is read (each element once) and nothing reads what it would write.
 #dx = affine_map<(i, j) -> (i)>
 #dij = affine_map<(i, j) -> (i, j)>
 // CHECK-LABEL: func.func @only_range_of_a_loop
 // CHECK: linalg.generic
-// CHECK-SAME: outs(%{{.*}}, %{{.*}} : tensor<4xf64>, tensor<4x3xf64>)
+// CHECK-SAME: ins(%{{.*}}, %{{.*}} : tensor<4xf64>, tensor<4x3xf64>) outs(%{{.*}} : tensor<4xf64>)
+// CHECK-NOT: arith.mulf
 func.func @only_range_of_a_loop(%x: tensor<4xf64>, %a: tensor<4xf64>, %b: tensor<4x3xf64>) -> tensor<4xf64> {
   %r:2 = linalg.generic {indexing_maps = [#dx, #dx, #dij], iterator_types = ["parallel", "reduction"]}
       ins(%x : tensor<4xf64>) outs(%a, %b : tensor<4xf64>, tensor<4x3xf64>) {
@@ -660,4 +662,139 @@ func.func @reads_indices(%y: tensor<3xf64>) -> tensor<4xf64> {
     linalg.yield %s : f64
   } -> tensor<4xf64>
   return %z : tensor<4xf64>
+}
+
+// -----
+
+// Two vectors padded along one dimension at opposite ends (the state an
+// RK4 stage shifts, and the cotangent its adjoint shifts back: zeros with
+// a slice inserted, whose padding n - (n - 1) is found to be 1): split at
+// both borders at once (three parts, each reading y and d in place) when
+// the size is at least 2; a smaller size runs the generic on the padded
+// tensors, which are made in that branch only.
+// CHECK-LABEL: func.func @two_pads
+// CHECK-NOT: tensor.pad
+// CHECK-NOT: linalg.fill
+// CHECK: %[[LONG:.*]] = arith.cmpi sge, %{{.*}}, %c2
+// CHECK: scf.if %[[LONG]]
+// CHECK-COUNT-3: linalg.generic
+// CHECK-NOT: linalg.generic
+// CHECK: } else {
+// CHECK: tensor.pad %{{.*}} low[1] high[0]
+// CHECK: tensor.pad %{{.*}} low[0] high[1]
+// CHECK: linalg.generic
+// CHECK: }
+// CHECK-NOT: tensor.pad
+// CHECK: return
+func.func @two_pads(%x: tensor<?xf64>, %y: tensor<?xf64>, %d: tensor<?xf64>) -> tensor<?xf64> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %one = arith.constant 1.0 : f64
+  %zero = arith.constant 0.0 : f64
+  %n = tensor.dim %x, %c0 : tensor<?xf64>
+  %m = arith.subi %n, %c1 : index
+  %head = tensor.extract_slice %y[0] [%m] [1] : tensor<?xf64> to tensor<?xf64>
+  %shifted = tensor.pad %head low[1] high[0] {
+  ^bb0(%i: index):
+    tensor.yield %one : f64
+  } : tensor<?xf64> to tensor<?xf64>
+  %tail = tensor.extract_slice %d[1] [%m] [1] : tensor<?xf64> to tensor<?xf64>
+  %e = tensor.empty(%n) : tensor<?xf64>
+  %zeros = linalg.fill ins(%zero : f64) outs(%e : tensor<?xf64>) -> tensor<?xf64>
+  %back = tensor.insert_slice %tail into %zeros[0] [%m] [1] : tensor<?xf64> into tensor<?xf64>
+  %z = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>, affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(%x, %shifted, %back : tensor<?xf64>, tensor<?xf64>, tensor<?xf64>) outs(%e : tensor<?xf64>) {
+  ^bb0(%a: f64, %b: f64, %c: f64, %out: f64):
+    %p = arith.mulf %a, %b : f64
+    %s = arith.addf %p, %c : f64
+    linalg.yield %s : f64
+  } -> tensor<?xf64>
+  return %z : tensor<?xf64>
+}
+
+// -----
+
+// With a static size the parts are known: no branch. Too short a size (3
+// elements padded by 2 at one end and 2 at the other) is not split at both.
+// CHECK-LABEL: func.func @two_pads_static
+// CHECK-NOT: scf.if
+// CHECK-NOT: tensor.pad
+// CHECK-COUNT-3: linalg.generic
+// CHECK-NOT: linalg.generic
+// CHECK-LABEL: func.func @two_pads_too_short
+// CHECK-NOT: scf.if
+// CHECK: tensor.pad
+func.func @two_pads_static(%y: tensor<7xf64>, %d: tensor<7xf64>) -> tensor<8xf64> {
+  %one = arith.constant 1.0 : f64
+  %zero = arith.constant 0.0 : f64
+  %p = tensor.pad %y low[1] high[0] {
+  ^bb0(%i: index):
+    tensor.yield %one : f64
+  } : tensor<7xf64> to tensor<8xf64>
+  %q = tensor.pad %d low[0] high[1] {
+  ^bb0(%i: index):
+    tensor.yield %zero : f64
+  } : tensor<7xf64> to tensor<8xf64>
+  %e = tensor.empty() : tensor<8xf64>
+  %z = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(%p, %q : tensor<8xf64>, tensor<8xf64>) outs(%e : tensor<8xf64>) {
+  ^bb0(%a: f64, %b: f64, %out: f64):
+    %s = arith.subf %a, %b : f64
+    linalg.yield %s : f64
+  } -> tensor<8xf64>
+  return %z : tensor<8xf64>
+}
+
+func.func @two_pads_too_short(%y: tensor<1xf64>, %d: tensor<1xf64>) -> tensor<3xf64> {
+  %one = arith.constant 1.0 : f64
+  %zero = arith.constant 0.0 : f64
+  %p = tensor.pad %y low[2] high[0] {
+  ^bb0(%i: index):
+    tensor.yield %one : f64
+  } : tensor<1xf64> to tensor<3xf64>
+  %q = tensor.pad %d low[0] high[2] {
+  ^bb0(%i: index):
+    tensor.yield %zero : f64
+  } : tensor<1xf64> to tensor<3xf64>
+  %e = tensor.empty() : tensor<3xf64>
+  %z = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(%p, %q : tensor<3xf64>, tensor<3xf64>) outs(%e : tensor<3xf64>) {
+  ^bb0(%a: f64, %b: f64, %out: f64):
+    %s = arith.subf %a, %b : f64
+    linalg.yield %s : f64
+  } -> tensor<3xf64>
+  return %z : tensor<3xf64>
+}
+
+// -----
+
+// A result repeating another (the same value through the same map) and one
+// copying an input are replaced by that result and that input; an unused
+// result whose init is read (each element once) becomes an input.
+// CHECK-LABEL: func.func @repeated_results
+// CHECK: %[[R:.*]] = linalg.generic
+// CHECK-SAME: ins(%{{.*}}, %[[ACC:.*]] : tensor<4xf64>, tensor<4xf64>) outs(%{{.*}} : tensor<4xf64>)
+// CHECK: return %[[R]], %[[R]], %{{.*}} :
+func.func @repeated_results(%x: tensor<4xf64>, %acc: tensor<4xf64>) -> (tensor<4xf64>, tensor<4xf64>, tensor<4xf64>) {
+  %e = tensor.empty() : tensor<4xf64>
+  %r:4 = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>, affine_map<(i) -> (i)>, affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(%x : tensor<4xf64>) outs(%e, %e, %e, %acc : tensor<4xf64>, tensor<4xf64>, tensor<4xf64>, tensor<4xf64>) {
+  ^bb0(%a: f64, %o0: f64, %o1: f64, %o2: f64, %o3: f64):
+    %t = arith.mulf %a, %o3 : f64
+    linalg.yield %t, %t, %a, %t : f64, f64, f64, f64
+  } -> (tensor<4xf64>, tensor<4xf64>, tensor<4xf64>, tensor<4xf64>)
+  return %r#0, %r#1, %r#2 : tensor<4xf64>, tensor<4xf64>, tensor<4xf64>
+}
+
+// -----
+
+// A reduction's unused accumulator read by another output stays an output:
+// its init is read once per reduction step, the value so far.
+// CHECK-LABEL: func.func @accumulator_read
+// CHECK: linalg.generic
+// CHECK-SAME: outs(%{{.*}}, %{{.*}} : tensor<f64>, tensor<f64>)
+func.func @accumulator_read(%x: tensor<5xf64>, %a: tensor<f64>, %b: tensor<f64>) -> tensor<f64> {
+  %r:2 = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> ()>, affine_map<(i) -> ()>], iterator_types = ["reduction"]} ins(%x : tensor<5xf64>) outs(%a, %b : tensor<f64>, tensor<f64>) {
+  ^bb0(%xv: f64, %s: f64, %m: f64):
+    %t = arith.addf %s, %xv : f64
+    %u = arith.addf %m, %s : f64
+    linalg.yield %t, %u : f64, f64
+  } -> (tensor<f64>, tensor<f64>)
+  return %r#1 : tensor<f64>
 }

@@ -44,11 +44,11 @@ void populateAdjointSimplificationPatterns(RewritePatternSet &patterns);
 /// result or copies an input to its readers, so that it is removed too.
 void populateEraseDeadResultPatterns(RewritePatternSet &patterns);
 
-/// Adds the split of elementwise generics reading a tensor padded along one
-/// dimension into generics over the unpadded part and the borders, which
-/// read the tensor before padding and the padding value (part of
-/// `ad-fuse-elementwise`).
-void populateSplitPadPatterns(RewritePatternSet &patterns);
+/// Splits, within `root`, the elementwise generics reading tensors padded
+/// along one dimension into generics over the unpadded parts and the
+/// borders, which read the tensors before padding and the padding values
+/// (part of `ad-fuse-elementwise`).
+void splitPaddedInputs(Operation *root);
 
 /// Applies the adjoint simplifications to `root` until nothing changes.
 void simplifyAdjoints(Operation *root);
