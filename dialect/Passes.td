@@ -329,6 +329,17 @@ def ADFuseElementwisePass : Pass<"ad-fuse-elementwise"> {
     padding, each writing its slice of the results: the padded tensor (a
     fill and a copy of the whole) is never made. The size of a padded
     tensor read only for its size is computed from the unpadded one's.
+    Several tensors padded along the same dimension by constant amounts
+    (a stencil `y[i-1] + y[i] + y[i+1]`, RK4's shifted stages) split the
+    generic at all their borders at once; when the size is not static, the
+    split runs under a run-time check that the dimension is at least as
+    long as the largest low plus the largest high padding, with the
+    original generic (and its pads) in the other branch. A
+    one-dimensional `tensor.insert_slice` into a fill is read as a pad (its
+    amounts constant when value bounds prove them so, `n - (n - 1)`). A
+    generic's result that repeats another
+    result or copies an input is replaced by it; an unused result whose
+    initial value the body reads becomes an input.
     Unused operands and results of generics are dropped. Run before
     bufferization.
   }];
@@ -345,7 +356,15 @@ def ADVectorizePass : Pass<"ad-vectorize", "::mlir::func::FuncOp"> {
     tiles with its reduction dimensions innermost and tile size 1, so each
     reduction step is one outer product and the output tile stays in
     registers across the reduction loop; the wide tile loop runs outside
-    the narrow one, so the wide operand's strip stays in cache. An input
+    the narrow one, so the wide operand's strip stays in cache. A
+    convolution is tiled the same way: an input map's result may be a sum
+    of loops (`oh + kh`, a window read), the wide loop is the output's
+    innermost loop that no sum uses (output channels), the narrow one
+    another output loop (its tile a divisor of the width between 4 and 8
+    when there is one), and window loops of size 1 are dropped from the
+    tile; named convolutions (`conv_2d_nhwc_hwcf`, `conv_1d_nwc_wcf`, ...)
+    are generalized first when they fit, and so are the adjoints of
+    convolutions, which are generics of the same form. An input
     read across the output's innermost dimension (A B^T) is first copied
     transposed (in 8 x 8 tiles transposed in registers). Every other op is
     tiled by one vector along its innermost loop; a reduction keeps its
