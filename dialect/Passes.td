@@ -144,6 +144,12 @@ def ADSimplifyAdjointsPass : Pass<"ad-simplify-adjoints"> {
       transpose `B^T` instead of an O(n^3) product with a diagonal matrix.
     - A generic adding `out + t` into a zero tensor, writing each element
       exactly once, yields `t` into an uninitialized tensor (no zero fill).
+    - A sum over loops that only some inputs read, whose term is linear in
+      a value computed from those inputs alone (`-p`, `c * p`, `p / c`), sums
+      that value over those loops first, when some other loop is read by
+      neither: GMM's mean adjoint `sum_{n,j} -dQx[n,k,j] Q[k,j,i]` becomes
+      `sum_j -Q[k,j,i] (sum_n dQx[n,k,j])`, O(n k d + k d^2) instead of
+      O(n k d^2). The sum is rounded in another order.
     - Generic operands the body does not read are dropped (upstream's
       `deduplicateOperandsAndRemoveDeadResults`), so primal values the
       adjoint does not need are neither kept alive nor taped.
@@ -268,6 +274,25 @@ def ADLegalizeForBufferizationPass : Pass<"ad-legalize-for-bufferization"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def ADLegalizeViewsPass : Pass<"ad-legalize-views"> {
+  let summary = "Rewrite rank-reducing subviews upstream misreads";
+  let description = [{
+    A `memref.subview` that drops unit dimensions does not say which ones:
+    upstream passes (`fold-memref-alias-ops`, `expand-strided-metadata`,
+    LLVM 22) infer them from the strides, and with dynamic strides they may
+    pick a dimension of size 1 for one the view keeps (a load of element i
+    of a column read element i of the dimension after it: a wrong
+    convolution gradient in a loop), or crash on a view with a stride
+    other than one. Each rank-reducing subview that has a stride other
+    than one, or whose inferred dropped dimensions do not match its sizes,
+    becomes the subview keeping every dimension followed by a
+    `memref.collapse_shape` that drops the unit ones (and a `memref.cast`
+    to the original type when the layouts differ). Run after
+    bufferization, before anything folds views.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 def ADLegalizeForLLVMPass : Pass<"ad-legalize-for-llvm"> {
   let summary = "Work around gaps in the upstream arith-to-LLVM lowering";
   let description = [{
@@ -338,7 +363,8 @@ def ADFuseElementwisePass : Pass<"ad-fuse-elementwise"> {
     one-dimensional `tensor.insert_slice` into a fill is read as a pad (its
     amounts constant when value bounds prove them so, `n - (n - 1)`). A
     generic's result that repeats another
-    result or copies an input is replaced by it; an unused result whose
+    result or copies an input is replaced by it (when every loop its map
+    does not read is known to run); an unused result whose
     initial value the body reads becomes an input.
     Unused operands and results of generics are dropped. Run before
     bufferization.
@@ -362,7 +388,9 @@ def ADVectorizePass : Pass<"ad-vectorize", "::mlir::func::FuncOp"> {
     innermost loop that no sum uses (output channels), the narrow one
     another output loop (its tile a divisor of the width between 4 and 8
     when there is one), and window loops of size 1 are dropped from the
-    tile; named convolutions (`conv_2d_nhwc_hwcf`, `conv_1d_nwc_wcf`, ...)
+    tile, and an output written through a sum (the image's adjoint) only
+    when the body adds to it (the tile loops change the order of the
+    terms); named convolutions (`conv_2d_nhwc_hwcf`, `conv_1d_nwc_wcf`, ...)
     are generalized first when they fit, and so are the adjoints of
     convolutions, which are generics of the same form. An input
     read across the output's innermost dimension (A B^T) is first copied

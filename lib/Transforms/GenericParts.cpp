@@ -207,6 +207,14 @@ struct ForwardRepeatedResults : OpRewritePattern<linalg::GenericOp> {
       if (result.use_empty() || !map.isProjectedPermutation() ||
           !generic.getMatchingBlockArgument(&init).use_empty())
         continue;
+      // A loop the map does not read may have no iterations, and then the
+      // result is its init: only loops known to run.
+      SmallVector<int64_t> ranges = generic.getStaticLoopRanges();
+      if (llvm::any_of(llvm::seq<unsigned>(0, ranges.size()), [&](unsigned dim) {
+            return !map.isFunctionOfDim(dim) &&
+                   (ShapedType::isDynamic(ranges[dim]) || ranges[dim] < 1);
+          }))
+        continue;
       Value yielded = yield.getOperand(init.getOperandNumber() - numInputs);
       Value same;
       // An input yielded through the map it is read by, of the same type.

@@ -14,6 +14,7 @@
 #include "mlir/Analysis/CallGraph.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -25,6 +26,7 @@ namespace mlir::ad {
 #define GEN_PASS_DEF_ADLEGALIZELOOPSPASS
 #define GEN_PASS_DEF_ADLEGALIZEFORBUFFERIZATIONPASS
 #define GEN_PASS_DEF_ADLEGALIZEFORLLVMPASS
+#define GEN_PASS_DEF_ADLEGALIZEVIEWSPASS
 #define GEN_PASS_DEF_ADLEGALIZEMATHPASS
 #include "ad/IR/Passes.h.inc"
 } // namespace mlir::ad
@@ -577,6 +579,96 @@ struct ADLegalizeForBufferizationPass
       expand.replaceAllUsesWith(reshaped);
       expand.erase();
     }
+  }
+};
+
+/// Whether upstream may misread which dimensions the rank-reducing
+/// `view` drops: it has a stride other than one (expand-strided-metadata
+/// crashes), or the dimensions it infers from the strides keep a size
+/// other than the result's (dynamic strides cannot tell unit dimensions
+/// apart, and the inference then keeps one of size 1 for one of size n).
+static bool misreadDroppedDims(memref::SubViewOp view) {
+  MemRefType result = view.getType();
+  if (result.getRank() == view.getSourceType().getRank())
+    return false;
+  if (llvm::any_of(view.getMixedStrides(), [](OpFoldResult stride) {
+        return !isConstantIntValue(stride, 1);
+      }))
+    return true;
+  llvm::SmallBitVector dropped = view.getDroppedDims();
+  ArrayRef<int64_t> sizes = view.getStaticSizes();
+  if (dropped.size() != sizes.size() ||
+      sizes.size() - dropped.count() != static_cast<size_t>(result.getRank()))
+    return true;
+  unsigned kept = 0;
+  for (auto [dim, size] : llvm::enumerate(sizes)) {
+    if (dropped.test(dim)) {
+      if (size != 1)
+        return true;
+      continue;
+    }
+    if (size != result.getDimSize(kept++))
+      return true;
+  }
+  return false;
+}
+
+} // namespace
+
+Value mlir::ad::legalizeRankReducingView(RewriterBase &rewriter,
+                                         Operation *op) {
+  auto view = dyn_cast<memref::SubViewOp>(op);
+  if (!view)
+    return op->getResult(0);
+  if (!misreadDroppedDims(view))
+    return view.getResult();
+  MemRefType resultType = view.getType();
+  std::optional<llvm::SmallDenseSet<unsigned>> dropped =
+      computeRankReductionMask(view.getStaticSizes(), resultType.getShape());
+  if (!dropped)
+    return view.getResult();
+  Location loc = view.getLoc();
+  rewriter.setInsertionPoint(view);
+  auto fullType = memref::SubViewOp::inferResultType(
+      view.getSourceType(), view.getMixedOffsets(), view.getMixedSizes(),
+      view.getMixedStrides());
+  Value full = memref::SubViewOp::create(
+      rewriter, loc, fullType, view.getSource(), view.getMixedOffsets(),
+      view.getMixedSizes(), view.getMixedStrides());
+  // Each dropped dimension joins the kept one before it (the leading ones,
+  // the first kept one).
+  SmallVector<ReassociationIndices> groups;
+  ReassociationIndices leading;
+  for (int64_t dim = 0; dim < fullType.getRank(); ++dim) {
+    if (dropped->contains(dim)) {
+      (groups.empty() ? leading : groups.back()).push_back(dim);
+      continue;
+    }
+    groups.push_back(leading);
+    groups.back().push_back(dim);
+    leading.clear();
+  }
+  Value collapsed =
+      memref::CollapseShapeOp::create(rewriter, loc, full, groups);
+  if (collapsed.getType() != resultType)
+    collapsed = memref::CastOp::create(rewriter, loc, resultType, collapsed);
+  rewriter.replaceOp(view, collapsed);
+  return collapsed;
+}
+
+namespace {
+
+struct ADLegalizeViewsPass
+    : mlir::ad::impl::ADLegalizeViewsPassBase<ADLegalizeViewsPass> {
+  void runOnOperation() override {
+    SmallVector<memref::SubViewOp> views;
+    getOperation()->walk([&](memref::SubViewOp view) {
+      if (misreadDroppedDims(view))
+        views.push_back(view);
+    });
+    IRRewriter rewriter(&getContext());
+    for (memref::SubViewOp view : views)
+      ad::legalizeRankReducingView(rewriter, view);
   }
 };
 

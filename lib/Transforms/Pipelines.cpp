@@ -51,6 +51,7 @@ static void addBufferization(OpPassManager &pm,
   deallocation.privateFunctionDynamicOwnership = true;
   bufferization::buildBufferDeallocationPipeline(pm, deallocation);
   pm.addPass(createConvertBufferizationToMemRefPass());
+  pm.addPass(ad::createADLegalizeViewsPass());
   if (lowering.vectorize) {
     ad::ADVectorizePassOptions vectorize;
     vectorize.vectorBits = lowering.vectorBits;

@@ -595,6 +595,242 @@ struct SumIntoZeros : OpRewritePattern<linalg::GenericOp> {
   }
 };
 
+/// A sum `out + t` over reduction loops R that only some inputs U read,
+/// whose term is linear in a value p computed from U alone (`t` is `p`,
+/// `-p`, `c * p` or `p / c` for c not computed from U): p is summed over R
+/// first, into a tensor s over the other loops U reads, and the sum reads
+/// s instead. `sum_{n,j} d[n,k,j] M[k,j,i]` becomes `sum_j M[k,j,i] s[k,j]`
+/// with `s[k,j] = sum_n d[n,k,j]`: the adjoint of an operand broadcast
+/// along n into a contraction (GMM's mean, read by every data point) costs
+/// a pass over d and a contraction without n, not one with it. Only when
+/// some loop of the sum is read neither through R nor by U (else s is as
+/// large as the sum). Sums are rounded in another order; an empty R with
+/// infinite factors gives 0 * inf (NaN) where the sum had no terms, which
+/// the other adjoint simplifications assume away too (finite operands).
+struct SumFactorFirst : OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(linalg::GenericOp generic,
+                                PatternRewriter &rewriter) const override {
+    if (!generic.hasPureTensorSemantics() || generic.getNumDpsInits() != 1 ||
+        hasIndexOps(generic))
+      return rewriter.notifyMatchFailure(generic, "not a sum on tensors");
+    Value term = summedTerm(generic);
+    if (!term || !isa<FloatType>(term.getType()))
+      return rewriter.notifyMatchFailure(generic, "not out + t");
+    SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
+    if (!llvm::all_of(maps, [](AffineMap map) {
+          return map.isProjectedPermutation(/*allowZeroInResults=*/false);
+        }))
+      return rewriter.notifyMatchFailure(generic, "maps not permutations");
+    Block *body = generic.getBody();
+    for (Operation &op : body->without_terminator())
+      if (!isPure(&op) || op.getNumRegions() != 0)
+        return rewriter.notifyMatchFailure(generic, "body not pure");
+    unsigned numLoops = generic.getNumLoops();
+    unsigned numInputs = generic.getNumDpsInputs();
+    AffineMap outputMap = maps[numInputs];
+    auto loopsOf = [&](AffineMap map) {
+      llvm::SmallBitVector loops(numLoops);
+      for (AffineExpr expr : map.getResults())
+        loops.set(dimOf(expr));
+      return loops;
+    };
+    for (unsigned r = 0; r < numLoops; ++r) {
+      if (outputMap.isFunctionOfDim(r))
+        continue;
+      llvm::SmallBitVector inU(numInputs);
+      llvm::SmallBitVector readByU(numLoops), readByOthers = loopsOf(outputMap);
+      for (unsigned i = 0; i < numInputs; ++i) {
+        if (maps[i].isFunctionOfDim(r)) {
+          inU.set(i);
+          readByU |= loopsOf(maps[i]);
+        } else {
+          readByOthers |= loopsOf(maps[i]);
+        }
+      }
+      if (inU.none())
+        continue;
+      // R: the loops only U reads; the loops of s: the others U reads.
+      llvm::SmallBitVector summed = readByU, kept = readByU;
+      summed.reset(readByOthers);
+      kept &= readByOthers;
+      if ((readByU | readByOthers).count() != numLoops ||
+          (summed | kept).count() == numLoops)
+        continue;
+      // Which body values depend on U's arguments, which on the others'
+      // (or the output's).
+      DenseSet<Value> onU, onOthers;
+      for (BlockArgument argument : body->getArguments())
+        (argument.getArgNumber() < numInputs && inU.test(argument.getArgNumber())
+             ? onU
+             : onOthers)
+            .insert(argument);
+      for (Operation &op : body->without_terminator()) {
+        bool u = llvm::any_of(op.getOperands(),
+                              [&](Value v) { return onU.contains(v); });
+        bool other = llvm::any_of(
+            op.getOperands(), [&](Value v) { return onOthers.contains(v); });
+        for (Value result : op.getResults()) {
+          if (u)
+            onU.insert(result);
+          if (other)
+            onOthers.insert(result);
+        }
+      }
+      // Down from t to p through -x, x * c, c * x, x / c.
+      SmallPtrSet<Operation *, 8> path;
+      path.insert(body->getTerminator()->getOperand(0).getDefiningOp());
+      Value p = term;
+      while (p && onOthers.contains(p)) {
+        Operation *def = p.getDefiningOp();
+        if (!def || def->getBlock() != body || def->getNumResults() != 1) {
+          p = Value();
+          break;
+        }
+        path.insert(def);
+        if (isa<arith::NegFOp>(def)) {
+          p = def->getOperand(0);
+        } else if (isa<arith::MulFOp>(def)) {
+          Value a = def->getOperand(0), b = def->getOperand(1);
+          p = !onU.contains(b) ? a : !onU.contains(a) ? b : Value();
+        } else if (isa<arith::DivFOp>(def) &&
+                   !onU.contains(def->getOperand(1))) {
+          p = def->getOperand(0);
+        } else {
+          p = Value();
+        }
+      }
+      if (!p || !onU.contains(p) || p.getType() != term.getType())
+        continue;
+      return factor(generic, rewriter, inU, summed, kept, p, path, onU,
+                    onOthers);
+    }
+    return rewriter.notifyMatchFailure(generic, "no loop to sum first");
+  }
+
+  static LogicalResult factor(linalg::GenericOp generic,
+                              PatternRewriter &rewriter,
+                              const llvm::SmallBitVector &inU,
+                              const llvm::SmallBitVector &summed,
+                              const llvm::SmallBitVector &kept, Value p,
+                              const SmallPtrSet<Operation *, 8> &path,
+                              const DenseSet<Value> &onU,
+                              const DenseSet<Value> &onOthers) {
+    MLIRContext *context = generic.getContext();
+    Location loc = generic.getLoc();
+    Block *body = generic.getBody();
+    unsigned numLoops = generic.getNumLoops();
+    unsigned numInputs = generic.getNumDpsInputs();
+    SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
+    SmallVector<utils::IteratorType> iterators =
+        generic.getIteratorTypesArray();
+    auto type = cast<FloatType>(p.getType());
+
+    // s[kept] = sum over summed of p, over the loops of U renumbered.
+    SmallVector<AffineExpr> toS(numLoops, getAffineConstantExpr(0, context));
+    SmallVector<AffineExpr> sResults;
+    SmallVector<utils::IteratorType> sIterators;
+    SmallVector<OpFoldResult> sSizes;
+    unsigned numS = 0;
+    for (unsigned dim = 0; dim < numLoops; ++dim) {
+      if (!summed.test(dim) && !kept.test(dim))
+        continue;
+      AffineExpr expr = getAffineDimExpr(numS++, context);
+      toS[dim] = expr;
+      sIterators.push_back(summed.test(dim) ? utils::IteratorType::reduction
+                                            : utils::IteratorType::parallel);
+      if (!kept.test(dim))
+        continue;
+      sResults.push_back(expr);
+      // The size of the loop, from a U input that reads it.
+      for (unsigned i = 0; i < numInputs && sSizes.size() < sResults.size();
+           ++i)
+        if (inU.test(i))
+          if (std::optional<unsigned> position = maps[i].getResultPosition(
+                  getAffineDimExpr(dim, context)))
+            sSizes.push_back(tensor::getMixedSize(
+                rewriter, loc, generic.getDpsInputs()[i], *position));
+    }
+    SmallVector<Value> sInputs;
+    SmallVector<AffineMap> sMaps;
+    for (unsigned i = 0; i < numInputs; ++i)
+      if (inU.test(i)) {
+        sInputs.push_back(generic.getDpsInputs()[i]);
+        sMaps.push_back(maps[i].replaceDimsAndSymbols(toS, {}, numS, 0));
+      }
+    sMaps.push_back(AffineMap::get(numS, 0, sResults, context));
+    Value empty = tensor::EmptyOp::create(rewriter, loc, sSizes, type);
+    // -0.0, the neutral element of a float sum.
+    Value zero = arith::ConstantOp::create(
+        rewriter, loc, rewriter.getFloatAttr(type, -0.0));
+    Value zeros =
+        linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
+    auto sum = linalg::GenericOp::create(
+        rewriter, loc, zeros.getType(), sInputs, zeros, sMaps, sIterators,
+        [&](OpBuilder &b, Location bodyLoc, ValueRange arguments) {
+          IRMapping mapping;
+          unsigned next = 0;
+          for (unsigned i = 0; i < numInputs; ++i)
+            if (inU.test(i))
+              mapping.map(body->getArgument(i), arguments[next++]);
+          for (Operation &op : body->without_terminator())
+            if (llvm::none_of(op.getResults(), [&](Value v) {
+                  return onOthers.contains(v);
+                }))
+              b.clone(op, mapping);
+          Value added = arith::AddFOp::create(b, bodyLoc, arguments.back(),
+                                              mapping.lookup(p));
+          linalg::YieldOp::create(b, bodyLoc, added);
+        });
+
+    // The sum without the summed loops, reading s for p.
+    SmallVector<AffineExpr> toMain(numLoops, getAffineConstantExpr(0, context));
+    SmallVector<utils::IteratorType> mainIterators;
+    unsigned numMain = 0;
+    for (unsigned dim = 0; dim < numLoops; ++dim) {
+      if (summed.test(dim))
+        continue;
+      toMain[dim] = getAffineDimExpr(numMain++, context);
+      mainIterators.push_back(iterators[dim]);
+    }
+    SmallVector<Value> inputs;
+    SmallVector<AffineMap> mainMaps;
+    for (unsigned i = 0; i < numInputs; ++i)
+      if (!inU.test(i)) {
+        inputs.push_back(generic.getDpsInputs()[i]);
+        mainMaps.push_back(maps[i].replaceDimsAndSymbols(toMain, {}, numMain, 0));
+      }
+    inputs.push_back(sum.getResult(0));
+    SmallVector<AffineExpr> sRead;
+    for (unsigned dim = 0; dim < numLoops; ++dim)
+      if (kept.test(dim))
+        sRead.push_back(toMain[dim]);
+    mainMaps.push_back(AffineMap::get(numMain, 0, sRead, context));
+    mainMaps.push_back(
+        maps[numInputs].replaceDimsAndSymbols(toMain, {}, numMain, 0));
+    auto factored = linalg::GenericOp::create(
+        rewriter, loc, generic.getResultTypes(), inputs,
+        generic.getDpsInits(), mainMaps, mainIterators,
+        [&](OpBuilder &b, Location, ValueRange arguments) {
+          IRMapping mapping;
+          unsigned next = 0;
+          for (unsigned i = 0; i < numInputs; ++i)
+            if (!inU.test(i))
+              mapping.map(body->getArgument(i), arguments[next++]);
+          mapping.map(p, arguments[next++]);
+          mapping.map(body->getArgument(numInputs), arguments[next]);
+          for (Operation &op : *body)
+            if (path.contains(&op) || isa<linalg::YieldOp>(op) ||
+                llvm::none_of(op.getResults(),
+                              [&](Value v) { return onU.contains(v); }))
+              b.clone(op, mapping);
+        });
+    rewriter.replaceOp(generic, factored.getResults());
+    return success();
+  }
+};
+
 /// Merges two generics over the same loops (they read a common input
 /// through the same map, which fixes every loop's range) into one with the
 /// outputs of both. The adjoint generics of one op's inputs recompute the
@@ -775,7 +1011,8 @@ struct ADSimplifyAdjointsPass
 void mlir::ad::populateAdjointSimplificationPatterns(
     RewritePatternSet &patterns) {
   patterns.add<ScatterIntoSum, SumIntoZeros, SizeOfKeptTensor,
-               AddOfSliceIntoZeros, GuardSelectedSum>(patterns.getContext());
+               AddOfSliceIntoZeros, GuardSelectedSum, SumFactorFirst>(
+      patterns.getContext());
   linalg::populateEraseUnusedOperandsAndResultsPatterns(patterns);
   populateEraseDeadResultPatterns(patterns);
 }

@@ -205,7 +205,8 @@ static int64_t narrowTile(int64_t staticSize) {
 /// loops, and each step is elementwise on the tile: a broadcast of the
 /// narrow dimension's inputs against vectors of the wide one's. The order
 /// of each element's reduction is the scalar loop's, so the results are
-/// the same bits.
+/// the same bits, except for an output written through a sum (the image's
+/// adjoint of a convolution), whose terms are added in another order.
 ///
 /// Every result of every map is a loop or a sum of loops. The wide
 /// dimension is the output's innermost, a loop of its own that no sum
@@ -245,6 +246,22 @@ planOuterTiles(linalg::LinalgOp generic, int64_t lanes,
       generic.getMatchingIndexingMap(generic.getDpsInitOperand(0));
   if (outputMap.getNumResults() < 2)
     return std::nullopt;
+  // An output element written through a sum (the adjoint of a convolution
+  // scatters into the window) is updated by several iterations, which the
+  // tile loops reorder: only an accumulation `out + t` is the same sum in
+  // another order (an overwrite, or `2 out + t`, is not).
+  if (llvm::any_of(outputMap.getResults(), [](AffineExpr expr) {
+        return !isa<AffineDimExpr>(expr);
+      })) {
+    Block *body = generic.getBlock();
+    BlockArgument out = body->getArguments().back();
+    Operation *add = body->getTerminator()->getOperand(0).getDefiningOp();
+    if (!add || !isa<arith::AddFOp, arith::AddIOp>(add) ||
+        add->getBlock() != body || !out.hasOneUse() ||
+        out.getUses().begin()->getOwner() != add ||
+        add->getOperand(0) == add->getOperand(1))
+      return std::nullopt;
+  }
   SmallVector<utils::IteratorType> iterators =
       generic.getIteratorTypesArray();
   auto innermost = dyn_cast<AffineDimExpr>(outputMap.getResults().back());
@@ -520,6 +537,9 @@ dropUnitReductions(RewriterBase &rewriter, linalg::GenericOp generic) {
           shape, type, offsets, sizes, strides);
       value = memref::SubViewOp::create(rewriter, loc, viewType, value,
                                         offsets, sizes, strides);
+      // Dynamic strides do not tell which unit dimensions a view drops.
+      value = ad::legalizeRankReducingView(rewriter, value.getDefiningOp());
+      rewriter.setInsertionPoint(generic);
     }
     operands.push_back(value);
     maps.push_back(AffineMap::get(numNew, 0, results, context));

@@ -346,3 +346,57 @@ func.func @not_guarded_by_order(%p: tensor<?x?xf64>, %c: tensor<?x?xf64>, %share
   } -> tensor<?x?xf64>
   return %r : tensor<?x?xf64>
 }
+
+// -----
+
+// GMM's mean adjoint: sum over n and j of -(d[n,k,j] M[k,j,i]). Only d reads
+// n, and the term is linear in it: d is summed over n first, and the sum
+// over j reads that (O(n k d + k d^2), not O(n k d^2)).
+// CHECK-DAG: #[[NKJ:.*]] = affine_map<(d0, d1, d2) -> (d0, d2, d1)>
+// CHECK-DAG: #[[JK:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
+// CHECK-LABEL: func.func @sum_factor_first
+// CHECK-SAME: (%[[M:.*]]: tensor<?x?x?xf64>, %[[D:.*]]: tensor<?x?x?xf64>, %[[INIT:.*]]: tensor<?x?xf64>)
+// CHECK: %[[NEG:.*]] = arith.constant -0.000000e+00 : f64
+// CHECK: %[[Z:.*]] = linalg.fill ins(%[[NEG]] : f64)
+// CHECK: %[[S:.*]] = linalg.generic {indexing_maps = [#[[NKJ]], #[[JK]]], iterator_types = ["reduction", "parallel", "parallel"]} ins(%[[D]] : tensor<?x?x?xf64>) outs(%[[Z]] : tensor<?x?xf64>)
+// CHECK-NEXT: ^bb0(%[[V:.*]]: f64, %[[ACC:.*]]: f64):
+// CHECK-NEXT: %[[SUM:.*]] = arith.addf %[[ACC]], %[[V]] : f64
+// CHECK-NEXT: linalg.yield %[[SUM]]
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "parallel", "parallel"]} ins(%[[M]], %[[S]] : tensor<?x?x?xf64>, tensor<?x?xf64>) outs(%[[INIT]] : tensor<?x?xf64>)
+// CHECK-NEXT: ^bb0(%[[MV:.*]]: f64, %[[SV:.*]]: f64, %[[OUT:.*]]: f64):
+// CHECK-NEXT: arith.mulf %[[SV]], %[[MV]] : f64
+// CHECK-NEXT: arith.negf
+// CHECK-NEXT: arith.addf %[[OUT]]
+func.func @sum_factor_first(%m: tensor<?x?x?xf64>, %d: tensor<?x?x?xf64>, %init: tensor<?x?xf64>) -> tensor<?x?xf64> {
+  %r = linalg.generic {indexing_maps = [affine_map<(n, j, k, i) -> (k, j, i)>, affine_map<(n, j, k, i) -> (n, k, j)>, affine_map<(n, j, k, i) -> (k, i)>], iterator_types = ["reduction", "reduction", "parallel", "parallel"]} ins(%m, %d : tensor<?x?x?xf64>, tensor<?x?x?xf64>) outs(%init : tensor<?x?xf64>) {
+  ^bb0(%mv: f64, %dv: f64, %out: f64):
+    %p = arith.mulf %dv, %mv : f64
+    %q = arith.negf %p : f64
+    %s = arith.addf %out, %q : f64
+    linalg.yield %s : f64
+  } -> tensor<?x?xf64>
+  return %r : tensor<?x?xf64>
+}
+
+// -----
+
+// Not linear in what n reads (d d M), or every loop read through what is
+// summed (s would be as large as the sum): unchanged.
+// CHECK-LABEL: func.func @sum_factor_first_not
+// CHECK-COUNT-2: linalg.generic
+// CHECK-NOT: linalg.generic
+func.func @sum_factor_first_not(%m: tensor<?x?x?xf64>, %d: tensor<?x?x?xf64>, %init: tensor<?x?xf64>, %a: tensor<?x?xf64>, %v: tensor<?xf64>) -> (tensor<?x?xf64>, tensor<?xf64>) {
+  %r = linalg.generic {indexing_maps = [affine_map<(n, j, k, i) -> (k, j, i)>, affine_map<(n, j, k, i) -> (n, k, j)>, affine_map<(n, j, k, i) -> (k, i)>], iterator_types = ["reduction", "reduction", "parallel", "parallel"]} ins(%m, %d : tensor<?x?x?xf64>, tensor<?x?x?xf64>) outs(%init : tensor<?x?xf64>) {
+  ^bb0(%mv: f64, %dv: f64, %out: f64):
+    %p = arith.mulf %dv, %mv : f64
+    %e = math.exp %p : f64
+    %s = arith.addf %out, %e : f64
+    linalg.yield %s : f64
+  } -> tensor<?x?xf64>
+  %t = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]} ins(%a : tensor<?x?xf64>) outs(%v : tensor<?xf64>) {
+  ^bb0(%x: f64, %out: f64):
+    %s = arith.addf %out, %x : f64
+    linalg.yield %s : f64
+  } -> tensor<?xf64>
+  return %r, %t : tensor<?x?xf64>, tensor<?xf64>
+}

@@ -50,6 +50,12 @@ void populateEraseDeadResultPatterns(RewritePatternSet &patterns);
 /// (part of `ad-fuse-elementwise`).
 void splitPaddedInputs(Operation *root);
 
+/// Rewrites `view` (a rank-reducing memref.subview) as the subview keeping
+/// every dimension and a memref.collapse_shape dropping the unit ones when
+/// upstream would misread which dimensions it drops (see
+/// ad-legalize-views). Returns the value replacing it, or the view.
+Value legalizeRankReducingView(RewriterBase &rewriter, Operation *view);
+
 /// Applies the adjoint simplifications to `root` until nothing changes.
 void simplifyAdjoints(Operation *root);
 
