@@ -98,6 +98,25 @@ static bool isStridedRankReducing(tensor::ExtractSliceOp slice) {
          });
 }
 
+/// The reassociation that collapses the dimensions `dropped` says of a
+/// shape of rank `rank` (unit dimensions), each into the kept dimension
+/// before it (the leading ones into the first kept dimension).
+static SmallVector<ReassociationIndices>
+groupsDropping(int64_t rank, llvm::function_ref<bool(int64_t)> dropped) {
+  SmallVector<ReassociationIndices> groups;
+  ReassociationIndices leading;
+  for (int64_t dim = 0; dim < rank; ++dim) {
+    if (dropped(dim)) {
+      (groups.empty() ? leading : groups.back()).push_back(dim);
+      continue;
+    }
+    groups.push_back(leading);
+    groups.back().push_back(dim);
+    leading.clear();
+  }
+  return groups;
+}
+
 /// Rewrites `slice` as the slice that keeps every dimension followed by a
 /// tensor.collapse_shape dropping the unit ones, each into the kept
 /// dimension before it (the first ones into the first kept dimension).
@@ -108,17 +127,8 @@ static void rewriteAsSliceAndCollapse(tensor::ExtractSliceOp slice) {
   auto fullType = RankedTensorType::get(slice.getStaticSizes(),
                                         resultType.getElementType());
   llvm::SmallBitVector dropped = slice.getDroppedDims();
-  SmallVector<ReassociationIndices> groups;
-  ReassociationIndices leading;
-  for (int64_t dim = 0; dim < fullType.getRank(); ++dim) {
-    if (dropped.test(dim)) {
-      (groups.empty() ? leading : groups.back()).push_back(dim);
-      continue;
-    }
-    groups.push_back(leading);
-    groups.back().push_back(dim);
-    leading.clear();
-  }
+  SmallVector<ReassociationIndices> groups = groupsDropping(
+      fullType.getRank(), [&](int64_t dim) { return dropped.test(dim); });
   Value full = tensor::ExtractSliceOp::create(
       b, loc, fullType, slice.getSource(), slice.getMixedOffsets(),
       slice.getMixedSizes(), slice.getMixedStrides());
@@ -635,19 +645,8 @@ Value mlir::ad::legalizeRankReducingView(RewriterBase &rewriter,
   Value full = memref::SubViewOp::create(
       rewriter, loc, fullType, view.getSource(), view.getMixedOffsets(),
       view.getMixedSizes(), view.getMixedStrides());
-  // Each dropped dimension joins the kept one before it (the leading ones,
-  // the first kept one).
-  SmallVector<ReassociationIndices> groups;
-  ReassociationIndices leading;
-  for (int64_t dim = 0; dim < fullType.getRank(); ++dim) {
-    if (dropped->contains(dim)) {
-      (groups.empty() ? leading : groups.back()).push_back(dim);
-      continue;
-    }
-    groups.push_back(leading);
-    groups.back().push_back(dim);
-    leading.clear();
-  }
+  SmallVector<ReassociationIndices> groups = groupsDropping(
+      fullType.getRank(), [&](int64_t dim) { return dropped->contains(dim); });
   Value collapsed =
       memref::CollapseShapeOp::create(rewriter, loc, full, groups);
   if (collapsed.getType() != resultType)

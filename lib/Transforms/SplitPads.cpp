@@ -91,6 +91,40 @@ static OpFoldResult add(OpBuilder &builder, Location loc, OpFoldResult a,
       getValueOrCreateConstantIndexOp(builder, loc, b));
 }
 
+/// A part of an elementwise generic with body `body`: a generic over
+/// `inputs` and `outputs` (identity maps, every loop parallel) computing
+/// the body, each argument read as `constantFor(number)` when that is not
+/// null (the padding value; no operand then) and as the next operand
+/// otherwise.
+static linalg::GenericOp
+elementwisePart(OpBuilder &builder, Location loc, Block *body,
+                ValueRange inputs, ValueRange outputs,
+                llvm::function_ref<Value(unsigned)> constantFor) {
+  unsigned rank = cast<ShapedType>(outputs.front().getType()).getRank();
+  SmallVector<AffineMap> maps(inputs.size() + outputs.size(),
+                              builder.getMultiDimIdentityMap(rank));
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  return linalg::GenericOp::create(
+      builder, loc, TypeRange(outputs), inputs, outputs, maps, iterators,
+      [&](OpBuilder &b, Location bodyLoc, ValueRange arguments) {
+        IRMapping mapping;
+        unsigned next = 0;
+        for (BlockArgument argument : body->getArguments()) {
+          if (Value constant = constantFor(argument.getArgNumber()))
+            mapping.map(argument, constant);
+          else
+            mapping.map(argument, arguments[next++]);
+        }
+        for (Operation &op : body->without_terminator())
+          b.clone(op, mapping);
+        SmallVector<Value> yielded;
+        for (Value operand : body->getTerminator()->getOperands())
+          yielded.push_back(mapping.lookupOrDefault(operand));
+        linalg::YieldOp::create(b, bodyLoc, yielded);
+      });
+}
+
 /// generic(..., pad(s, low l, high h, value c), ...) along dimension d of
 /// size n: the part [l, n - h) reads s, the borders [0, l) and [n - h, n)
 /// read c; each part computes its slice of the results, inserted into the
@@ -282,29 +316,10 @@ private:
       for (Value result : results)
         outputs.push_back(tensor::ExtractSliceOp::create(
             rewriter, loc, result, offsets, partSizes, strides));
-      SmallVector<AffineMap> maps(inputs.size() + outputs.size(),
-                                  rewriter.getMultiDimIdentityMap(rank));
-      SmallVector<utils::IteratorType> iterators(
-          rank, utils::IteratorType::parallel);
-      auto piece = linalg::GenericOp::create(
-          rewriter, loc, TypeRange(ValueRange(outputs)), inputs, outputs,
-          maps, iterators,
-          [&](OpBuilder &b, Location bodyLoc, ValueRange arguments) {
-            IRMapping mapping;
-            unsigned next = 0;
-            for (BlockArgument argument : body->getArguments()) {
-              auto constant = constants.find(argument.getArgNumber());
-              if (constant != constants.end())
-                mapping.map(argument, constant->second);
-              else
-                mapping.map(argument, arguments[next++]);
-            }
-            for (Operation &op : body->without_terminator())
-              b.clone(op, mapping);
-            SmallVector<Value> yielded;
-            for (Value operand : body->getTerminator()->getOperands())
-              yielded.push_back(mapping.lookupOrDefault(operand));
-            linalg::YieldOp::create(b, bodyLoc, yielded);
+      linalg::GenericOp piece = elementwisePart(
+          rewriter, loc, body, inputs, outputs, [&](unsigned number) {
+            auto constant = constants.find(number);
+            return constant != constants.end() ? constant->second : Value();
           });
       for (auto [result, computed] : llvm::zip(results, piece.getResults()))
         result = tensor::InsertSliceOp::create(rewriter, loc, computed, result,
@@ -369,29 +384,9 @@ private:
       }
       for (Value result : results)
         outputs.push_back(slice(result));
-      unsigned numOperands = inputs.size() + outputs.size();
-      SmallVector<AffineMap> maps(
-          numOperands, rewriter.getMultiDimIdentityMap(rank));
-      SmallVector<utils::IteratorType> iterators(
-          rank, utils::IteratorType::parallel);
-      auto piece = linalg::GenericOp::create(
-          rewriter, loc, TypeRange(ValueRange(outputs)), inputs, outputs,
-          maps, iterators,
-          [&](OpBuilder &b, Location bodyLoc, ValueRange arguments) {
-            IRMapping mapping;
-            unsigned next = 0;
-            for (BlockArgument argument : body->getArguments()) {
-              if (argument.getArgNumber() == padded && !part.readsSource)
-                mapping.map(argument, value);
-              else
-                mapping.map(argument, arguments[next++]);
-            }
-            for (Operation &op : body->without_terminator())
-              b.clone(op, mapping);
-            SmallVector<Value> yielded;
-            for (Value operand : body->getTerminator()->getOperands())
-              yielded.push_back(mapping.lookupOrDefault(operand));
-            linalg::YieldOp::create(b, bodyLoc, yielded);
+      linalg::GenericOp piece = elementwisePart(
+          rewriter, loc, body, inputs, outputs, [&](unsigned number) {
+            return number == padded && !part.readsSource ? value : Value();
           });
       for (auto [result, computed] :
            llvm::zip(results, piece.getResults()))

@@ -1237,6 +1237,13 @@ struct ADVectorizePass
     // vector.contract sign-extends, which gave -13 for 255 * 13 in u8; mixed
     // element types of a batch_matmul: a vector.contract nothing lowers)
     // are vectorized from their generic form, whose body says how.
+    auto generalize = [&](linalg::LinalgOp &op) {
+      rewriter.setInsertionPoint(op);
+      FailureOr<linalg::GenericOp> generic =
+          linalg::generalizeNamedOp(rewriter, op);
+      if (succeeded(generic))
+        op = cast<linalg::LinalgOp>(generic->getOperation());
+    };
     for (linalg::LinalgOp &op : ops) {
       // Convolutions tiled like contractions are tiled from their generic
       // form (upstream vectorizes only 1-D convolutions).
@@ -1244,11 +1251,7 @@ struct ADVectorizePass
         std::optional<TilePlan> plan = planTiles(op, bits);
         if (!contractions || !plan || !plan->contraction)
           continue;
-        rewriter.setInsertionPoint(op);
-        FailureOr<linalg::GenericOp> generic =
-            linalg::generalizeNamedOp(rewriter, op);
-        if (succeeded(generic))
-          op = cast<linalg::LinalgOp>(generic->getOperation());
+        generalize(op);
         continue;
       }
       if (isa<linalg::GenericOp>(op.getOperation()) ||
@@ -1262,11 +1265,7 @@ struct ADVectorizePass
       if (!mixed && (!castAttr ||
                      castAttr.getValue() != linalg::TypeFn::cast_unsigned))
         continue;
-      rewriter.setInsertionPoint(op);
-      FailureOr<linalg::GenericOp> generic =
-          linalg::generalizeNamedOp(rewriter, op);
-      if (succeeded(generic))
-        op = cast<linalg::LinalgOp>(generic->getOperation());
+      generalize(op);
     }
     StringAttr marker = rewriter.getStringAttr("__ad_vectorize__");
     StringAttr reductionMarker =
