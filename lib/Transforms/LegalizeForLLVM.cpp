@@ -633,15 +633,43 @@ Value mlir::ad::legalizeRankReducingView(RewriterBase &rewriter,
   if (!misreadDroppedDims(view))
     return view.getResult();
   MemRefType resultType = view.getType();
-  std::optional<llvm::SmallDenseSet<unsigned>> dropped =
-      computeRankReductionMask(view.getStaticSizes(), resultType.getShape());
-  if (!dropped)
-    return view.getResult();
-  Location loc = view.getLoc();
-  rewriter.setInsertionPoint(view);
   auto fullType = memref::SubViewOp::inferResultType(
       view.getSourceType(), view.getMixedOffsets(), view.getMixedSizes(),
       view.getMixedStrides());
+  // The kept dimensions: in order, each of the result's size and of a
+  // stride its layout admits (a canonicalized view may keep a unit
+  // dimension other than the first), every other one of size 1.
+  ArrayRef<int64_t> sizes = view.getStaticSizes();
+  auto [fullStrides, fullOffset] = fullType.getStridesAndOffset();
+  auto [resultStrides, resultOffset] = resultType.getStridesAndOffset();
+  int64_t rank = sizes.size(), resultRank = resultType.getRank();
+  llvm::SmallBitVector keep(rank);
+  std::function<bool(int64_t, int64_t)> match = [&](int64_t dim,
+                                                    int64_t position) {
+    if (position == resultRank)
+      return llvm::all_of(llvm::seq<int64_t>(dim, rank),
+                          [&](int64_t d) { return sizes[d] == 1; });
+    if (dim == rank)
+      return false;
+    int64_t a = fullStrides[dim], b = resultStrides[position];
+    if (sizes[dim] == resultType.getDimSize(position) &&
+        (a == b || ShapedType::isDynamic(a) || ShapedType::isDynamic(b))) {
+      keep.set(dim);
+      if (match(dim + 1, position + 1))
+        return true;
+      keep.reset(dim);
+    }
+    return sizes[dim] == 1 && match(dim + 1, position);
+  };
+  if (!match(0, 0))
+    return view.getResult();
+  llvm::SmallDenseSet<unsigned> droppedSet;
+  for (int64_t dim = 0; dim < rank; ++dim)
+    if (!keep.test(dim))
+      droppedSet.insert(dim);
+  std::optional<llvm::SmallDenseSet<unsigned>> dropped = droppedSet;
+  Location loc = view.getLoc();
+  rewriter.setInsertionPoint(view);
   Value full = memref::SubViewOp::create(
       rewriter, loc, fullType, view.getSource(), view.getMixedOffsets(),
       view.getMixedSizes(), view.getMixedStrides());
@@ -649,8 +677,14 @@ Value mlir::ad::legalizeRankReducingView(RewriterBase &rewriter,
       fullType.getRank(), [&](int64_t dim) { return dropped->contains(dim); });
   Value collapsed =
       memref::CollapseShapeOp::create(rewriter, loc, full, groups);
-  if (collapsed.getType() != resultType)
+  if (collapsed.getType() != resultType) {
+    if (!memref::CastOp::areCastCompatible(collapsed.getType(), resultType)) {
+      rewriter.eraseOp(collapsed.getDefiningOp());
+      rewriter.eraseOp(full.getDefiningOp());
+      return view.getResult();
+    }
     collapsed = memref::CastOp::create(rewriter, loc, resultType, collapsed);
+  }
   rewriter.replaceOp(view, collapsed);
   return collapsed;
 }

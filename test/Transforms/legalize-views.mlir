@@ -39,3 +39,16 @@ func.func @unambiguous(%m: memref<4x8xf64>, %i: index) -> memref<8xf64, strided<
   %sv = memref.subview %m[0, %i] [1, 8] [1, 1] : memref<4x8xf64> to memref<8xf64, strided<[1], offset: ?>>
   return %sv : memref<8xf64, strided<[1], offset: ?>>
 }
+
+// -----
+
+// A canonicalized view may keep a unit dimension other than the first (the
+// one whose stride its layout names): the kept dimensions follow the
+// strides, and a view no collapse can type stays as it is.
+// CHECK-LABEL: func.func @kept_by_stride
+// CHECK-NOT: memref.cast
+// CHECK: return
+func.func @kept_by_stride(%m: memref<1x1x8xf64, strided<[100, 10, 1]>>) -> memref<1x4xf64, strided<[10, 2]>> {
+  %sv = memref.subview %m[0, 0, 0] [1, 1, 4] [1, 1, 2] : memref<1x1x8xf64, strided<[100, 10, 1]>> to memref<1x4xf64, strided<[10, 2]>>
+  return %sv : memref<1x4xf64, strided<[10, 2]>>
+}
