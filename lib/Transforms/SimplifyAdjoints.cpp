@@ -604,9 +604,11 @@ struct SumIntoZeros : OpRewritePattern<linalg::GenericOp> {
 /// along n into a contraction (GMM's mean, read by every data point) costs
 /// a pass over d and a contraction without n, not one with it. Only when
 /// some loop of the sum is read neither through R nor by U (else s is as
-/// large as the sum). Sums are rounded in another order; an empty R with
-/// infinite factors gives 0 * inf (NaN) where the sum had no terms, which
-/// the other adjoint simplifications assume away too (finite operands).
+/// large as the sum). Sums are rounded in another order (and a sum of p
+/// may overflow where the scaled terms would not); an empty R with
+/// infinite factors or a zero divisor gives 0 * inf or 0 / 0 (NaN) where
+/// the sum had no terms, which the other adjoint simplifications assume
+/// away too (finite operands).
 struct SumFactorFirst : OpRewritePattern<linalg::GenericOp> {
   using OpRewritePattern::OpRewritePattern;
 
