@@ -140,21 +140,36 @@ struct SplitPaddedInput : OpRewritePattern<linalg::GenericOp> {
     if (succeeded(splitSeveral(generic, rewriter)))
       return success();
     for (OpOperand *input : generic.getDpsInputOperands()) {
-      auto pad = input->get().getDefiningOp<tensor::PadOp>();
-      if (!pad || pad.getNofold())
+      std::optional<SplittablePad> found = splittablePad(input);
+      if (!found)
         continue;
-      Value value = pad.getConstantPaddingValue();
-      int64_t dimension = paddedDimension(pad);
-      if (!value || dimension < 0)
-        continue;
-      split(generic, input->getOperandNumber(), pad, dimension, value,
-            rewriter);
+      split(generic, input->getOperandNumber(), found->pad, found->dimension,
+            found->value, rewriter);
       return success();
     }
     return failure();
   }
 
 private:
+  /// A pad of one dimension by a value from outside, which a generic can
+  /// read in place.
+  struct SplittablePad {
+    tensor::PadOp pad;
+    Value value;
+    int64_t dimension;
+  };
+
+  static std::optional<SplittablePad> splittablePad(OpOperand *input) {
+    auto pad = input->get().getDefiningOp<tensor::PadOp>();
+    if (!pad || pad.getNofold())
+      return std::nullopt;
+    Value value = pad.getConstantPaddingValue();
+    int64_t dimension = paddedDimension(pad);
+    if (!value || dimension < 0)
+      return std::nullopt;
+    return SplittablePad{pad, value, dimension};
+  }
+
   /// A padded input: its operand number, pad, constant amounts and value.
   struct PaddedInput {
     unsigned number;
@@ -171,13 +186,12 @@ private:
     SmallVector<PaddedInput> padded;
     int64_t dimension = -1;
     for (OpOperand *input : generic.getDpsInputOperands()) {
-      auto pad = input->get().getDefiningOp<tensor::PadOp>();
-      if (!pad || pad.getNofold())
+      std::optional<SplittablePad> found = splittablePad(input);
+      if (!found)
         continue;
-      Value value = pad.getConstantPaddingValue();
-      int64_t padDimension = paddedDimension(pad);
-      if (!value || padDimension < 0)
-        continue;
+      tensor::PadOp pad = found->pad;
+      Value value = found->value;
+      int64_t padDimension = found->dimension;
       std::optional<int64_t> low =
           getConstantIntValue(pad.getMixedLowPad()[padDimension]);
       std::optional<int64_t> high =
