@@ -293,6 +293,27 @@ def ADLegalizeViewsPass : Pass<"ad-legalize-views"> {
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
+def ADHoistBuffersPass : Pass<"ad-hoist-buffers"> {
+  let summary = "Allocate a loop body's temporary buffers once per loop";
+  let description = [{
+    A `memref.alloc` in the body of an `scf.for` or `scf.while` whose sizes
+    are defined outside the loop, and whose only deallocation is a
+    `memref.dealloc` later in the same block, is moved before the loop and
+    its dealloc after it: each iteration's buffer is freed before the next
+    one is allocated, so the iterations can share one. Repeated out of
+    every enclosing loop the sizes do not depend on. A dynamic size that
+    may be negative is clamped at zero (the loop may run no iteration).
+    Buffers a loop yields, or frees conditionally (what ownership-based
+    deallocation makes of a loop-carried tensor), stay where they are.
+    Bufferization allocates every tensor a loop body computes in every
+    iteration: GradBench's LSTM gradient made a dozen malloc/free pairs per
+    step for vectors of 14 elements. Peak memory may grow: buffers whose
+    lifetimes did not overlap within an iteration are now all live during
+    the loop. Run after buffer deallocation, on memrefs.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def ADLegalizeForLLVMPass : Pass<"ad-legalize-for-llvm"> {
   let summary = "Work around gaps in the upstream arith-to-LLVM lowering";
   let description = [{

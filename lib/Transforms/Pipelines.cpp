@@ -52,6 +52,9 @@ static void addBufferization(OpPassManager &pm,
   bufferization::buildBufferDeallocationPipeline(pm, deallocation);
   pm.addPass(createConvertBufferizationToMemRefPass());
   pm.addPass(ad::createADLegalizeViewsPass());
+  // Before ad-vectorize: the loops here are the program's (tile loops that
+  // ad-parallelize may run on threads come later and keep their buffers).
+  pm.addPass(ad::createADHoistBuffersPass());
   if (lowering.vectorize) {
     ad::ADVectorizePassOptions vectorize;
     vectorize.vectorBits = lowering.vectorBits;
