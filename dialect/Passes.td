@@ -420,8 +420,11 @@ def ADVectorizePass : Pass<"ad-vectorize", "::mlir::func::FuncOp"> {
     partial results in registers across its loop (with `reassociate`, a
     vector of them reduced once after the loop). Tile loops whose trip
     count the tile may not divide are peeled: the main loops run whole
-    tiles of static shape, vectorized without masks; partial tiles are left
-    to `convert-linalg-to-loops`. Elements whose width is not a power of
+    tiles of static shape, vectorized without masks. The partial tile of a
+    vector loop along a parallel innermost dimension runs as a tile of half
+    the width, a quarter, ... two elements, each when that many are left
+    (an `scf.if` per width, vectorized), and a last tile of at most one
+    element; other partial tiles are left to `convert-linalg-to-loops`. Elements whose width is not a power of
     two of at least 8 bits are never vectorized, nor tiles whose body reads
     `linalg.index` of several loops (upstream vectorizes those wrongly);
     the function is verified after vectorization. Upstream vectorization

@@ -596,6 +596,76 @@ static bool writesDisjointSlices(linalg::LinalgOp op, int64_t dim) {
   });
 }
 
+/// Computes `remainder`, the tile of fewer than `width` elements along its
+/// innermost loop that peeling left, as tiles of width / 2, width / 4, ...
+/// 2 elements (each marked with `marker`: static shapes, vectorized) when
+/// that many are left, and a last tile of at most one element.
+static void splitRemainder(RewriterBase &rewriter, linalg::LinalgOp remainder,
+                           int64_t width, StringAttr marker) {
+  auto tiling = cast<TilingInterface>(remainder.getOperation());
+  Location loc = remainder.getLoc();
+  rewriter.setInsertionPoint(remainder);
+  SmallVector<Range> domain = tiling.getIterationDomain(rewriter);
+  unsigned last = domain.size() - 1;
+  SmallVector<OpFoldResult> offsets, sizes;
+  for (const Range &range : domain) {
+    offsets.push_back(range.offset);
+    sizes.push_back(range.size);
+  }
+  Value start =
+      getValueOrCreateConstantIndexOp(rewriter, loc, domain[last].offset);
+  Value total =
+      getValueOrCreateConstantIndexOp(rewriter, loc, domain[last].size);
+  // Elements computed so far.
+  Value done = arith::ConstantIndexOp::create(rewriter, loc, 0);
+  auto tileAt = [&](Value at, OpFoldResult size) {
+    offsets[last] = arith::AddIOp::create(rewriter, loc, start, at).getResult();
+    sizes[last] = size;
+    FailureOr<TilingResult> tile =
+        tiling.getTiledImplementation(rewriter, offsets, sizes);
+    return tile;
+  };
+  SmallVector<scf::IfOp> branches;
+  bool tiled = true;
+  for (int64_t lanes = width / 2; lanes >= 2; lanes /= 2) {
+    Value left = arith::SubIOp::create(rewriter, loc, total, done);
+    Value fits = arith::CmpIOp::create(
+        rewriter, loc, arith::CmpIPredicate::sge, left,
+        arith::ConstantIndexOp::create(rewriter, loc, lanes));
+    auto branch = scf::IfOp::create(rewriter, loc, rewriter.getIndexType(),
+                                    fits, /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(branch.thenBlock());
+      FailureOr<TilingResult> tile =
+          tileAt(done, rewriter.getIndexAttr(lanes));
+      tiled &= succeeded(tile);
+      if (succeeded(tile))
+        for (Operation *op : tile->tiledOps)
+          op->setAttr(marker, rewriter.getBoolAttr(false));
+      Value next = arith::AddIOp::create(
+          rewriter, loc, done,
+          arith::ConstantIndexOp::create(rewriter, loc, lanes));
+      scf::YieldOp::create(rewriter, loc, next);
+      rewriter.setInsertionPointToStart(branch.elseBlock());
+      scf::YieldOp::create(rewriter, loc, done);
+    }
+    done = branch.getResult(0);
+    branches.push_back(branch);
+  }
+  Value rest = arith::SubIOp::create(rewriter, loc, total, done);
+  if (tiled && succeeded(tileAt(done, rest))) {
+    rewriter.eraseOp(remainder);
+    return;
+  }
+  // Every element is computed once: by the tiles, or by the remainder as
+  // it was.
+  for (scf::IfOp branch : llvm::reverse(branches)) {
+    rewriter.replaceAllUsesWith(branch.getResult(0), start);
+    rewriter.eraseOp(branch);
+  }
+}
+
 /// Tiles `op` as `plan` says and peels the tile loops whose trip count the
 /// tile may not divide. Returns the tiled op of the main (unpeeled) loops.
 /// With `parallelMarker`, the outermost tile loop is marked with it when its
@@ -653,12 +723,40 @@ static FailureOr<linalg::LinalgOp> tileAndPeel(RewriterBase &rewriter,
   // loop.)
   if (shareable && isa<scf::ForOp>(tiled->loops.front().getOperation()))
     tiled->loops.front()->setAttr(parallelMarker, rewriter.getUnitAttr());
-  for (LoopLikeOpInterface loop : tiled->loops) {
+  // The remainder of a vector loop along a parallel innermost dimension
+  // runs in vectors of half the width, and so on down to two lanes: a
+  // vector of 14 f64 with 4 lanes takes 3 vectors of 4 and one of 2, not
+  // two scalar elements (each a libm call when the body computes tanh).
+  unsigned numLoops = tile.getNumLoops();
+  unsigned last = numLoops - 1;
+  int64_t width = plan.sizes[last];
+  std::optional<unsigned> vectorLoop;
+  if (!plan.contraction && width >= 4 && width % 2 == 0 &&
+      iterators[last] == utils::IteratorType::parallel) {
+    unsigned position = 0;
+    for (int64_t dim : order) {
+      if (plan.sizes[dim] == 0)
+        continue;
+      if (dim == last)
+        vectorLoop = position;
+      ++position;
+    }
+  }
+  for (auto [position, loop] : llvm::enumerate(tiled->loops)) {
     auto forOp = dyn_cast<scf::ForOp>(loop.getOperation());
     if (!forOp)
       continue;
     scf::ForOp partial;
-    (void)scf::peelForLoopAndSimplifyBounds(rewriter, forOp, partial);
+    if (failed(scf::peelForLoopAndSimplifyBounds(rewriter, forOp, partial)) ||
+        !partial || vectorLoop != position)
+      continue;
+    SmallVector<linalg::LinalgOp> remainders;
+    partial->walk([&](linalg::LinalgOp remainder) {
+      if (remainder->hasAttr(marker))
+        remainders.push_back(remainder);
+    });
+    for (linalg::LinalgOp remainder : remainders)
+      splitRemainder(rewriter, remainder, width, marker);
   }
   return cast<linalg::LinalgOp>(tiled->tiledOps.front());
 }

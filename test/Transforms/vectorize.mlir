@@ -392,3 +392,66 @@ func.func @reductions_inside(%m: memref<4x5x16xf64>, %d: memref<7x4x5xf64>) -> m
   }
   return %o : memref<4x16xf64>
 }
+
+// -----
+
+// The remainder of a vector loop (fewer than 8 elements with 512 bits)
+// runs as a vector of 4 and one of 2 when that many are left, then at most
+// one scalar element: 14 elements take one vector of 8, one of 4 and one
+// of 2, not 6 libm calls.
+// CHECK-LABEL: func.func @remainder
+// CHECK:       %[[MAIN:.*]] = affine.apply
+// CHECK:       scf.for %{{.*}} = %c0 to %[[MAIN]] step %c8
+// CHECK:         math.exp %{{.*}} : vector<8xf64>
+// CHECK:       scf.for %[[I:.*]] = %[[MAIN]] to %{{.*}} step %c8
+// CHECK:         %[[LEFT:.*]] = affine.apply
+// CHECK:         %[[FOUR:.*]] = arith.cmpi sge, %[[LEFT]], %c4
+// CHECK:         %[[DONE4:.*]] = scf.if %[[FOUR]] -> (index)
+// CHECK:           math.exp %{{.*}} : vector<4xf64>
+// CHECK:           scf.yield %c4
+// CHECK:         } else {
+// CHECK:           scf.yield %c0
+// CHECK:         %[[LEFT2:.*]] = arith.subi %[[LEFT]], %[[DONE4]]
+// CHECK:         %[[TWO:.*]] = arith.cmpi sge, %[[LEFT2]], %c2
+// CHECK:         %[[DONE2:.*]] = scf.if %[[TWO]] -> (index)
+// CHECK:           math.exp %{{.*}} : vector<2xf64>
+// CHECK:         %[[REST:.*]] = arith.subi %[[LEFT]], %[[DONE2]]
+// CHECK:         memref.subview %{{.*}}[%{{.*}}] [%[[REST]]] [1]
+// CHECK:         linalg.generic
+// CHECK:           math.exp %{{.*}} : f64
+// OFF-LABEL:   func.func @remainder
+// OFF-NOT:     vector
+func.func @remainder(%a: memref<?xf64>, %b: memref<?xf64>) {
+  linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(%a : memref<?xf64>) outs(%b : memref<?xf64>) {
+  ^bb0(%x: f64, %o: f64):
+    %e = math.exp %x : f64
+    %s = arith.addf %o, %e : f64
+    linalg.yield %s : f64
+  }
+  return
+}
+
+// -----
+
+// A remainder along the parallel innermost loop of a reduction over an
+// outer loop: within each step of the reduction, a vector of 2, then the
+// rest (each element still summed in the order of k).
+// CHECK-LABEL: func.func @remainder_of_column_sums
+// CHECK:       scf.for
+// CHECK:         scf.for
+// CHECK:           arith.addf %{{.*}} : vector<8xf64>
+// CHECK:       scf.for
+// CHECK:         scf.for
+// CHECK:           scf.if
+// CHECK:             arith.addf %{{.*}} : vector<4xf64>
+// CHECK:           scf.if
+// CHECK:             arith.addf %{{.*}} : vector<2xf64>
+// CHECK:           linalg.generic
+func.func @remainder_of_column_sums(%a: memref<?x?xf64>, %b: memref<?xf64>) {
+  linalg.generic {indexing_maps = [affine_map<(k, i) -> (k, i)>, affine_map<(k, i) -> (i)>], iterator_types = ["reduction", "parallel"]} ins(%a : memref<?x?xf64>) outs(%b : memref<?xf64>) {
+  ^bb0(%x: f64, %o: f64):
+    %s = arith.addf %o, %x : f64
+    linalg.yield %s : f64
+  }
+  return
+}
