@@ -7,6 +7,8 @@
 
 #include "JitPreparation.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -58,6 +60,63 @@ static void addInsertSliceCheck(tensor::InsertSliceOp insert) {
     probe.erase();
 }
 
+/// Asserts `condition` before `op`, with the message of a failed check.
+static void assertBefore(OpBuilder &builder, Operation *op, Value condition,
+                         StringRef message) {
+  cf::AssertOp::create(builder, op->getLoc(), condition,
+                       describeFailedCheck(op, message));
+}
+
+/// Checks that the padding amounts of `pad` given at run time are not
+/// negative: upstream has no run-time check of tensor.pad, and a negative
+/// amount wrote before the buffer it made (a segmentation fault).
+static void addPadCheck(tensor::PadOp pad) {
+  OpBuilder builder(pad);
+  Value zero = arith::ConstantIndexOp::create(builder, pad.getLoc(), 0);
+  for (auto [side, amounts] : {std::pair{"low", pad.getLow()},
+                               std::pair{"high", pad.getHigh()}})
+    for (Value amount : amounts) {
+      Value valid = arith::CmpIOp::create(
+          builder, pad.getLoc(), arith::CmpIPredicate::sge, amount, zero);
+      assertBefore(builder, pad, valid,
+                   (Twine(side) + " padding must not be negative").str());
+    }
+}
+
+/// Checks that the tensor operands and results of an elementwise op (a
+/// whole-tensor `arith.addf`, `math.exp`, `arith.select`) have the same
+/// sizes where they are dynamic: the op's lowering reads every operand at
+/// the first operand's indices (out of bounds when one is shorter).
+static void addElementwiseCheck(Operation *op) {
+  SmallVector<Value> tensors;
+  for (Value value : llvm::concat<Value>(op->getOperands(), op->getResults()))
+    if (isa<RankedTensorType>(value.getType()))
+      tensors.push_back(value);
+  if (tensors.size() < 2)
+    return;
+  auto first = cast<RankedTensorType>(tensors.front().getType());
+  OpBuilder builder(op);
+  Location loc = op->getLoc();
+  for (Value other : llvm::drop_begin(tensors)) {
+    auto type = cast<RankedTensorType>(other.getType());
+    // Results are sized by the operands: check operands only.
+    if (other.getDefiningOp() == op || type.getRank() != first.getRank())
+      continue;
+    for (int64_t dim = 0; dim < type.getRank(); ++dim) {
+      if (!first.isDynamicDim(dim) && !type.isDynamicDim(dim))
+        continue;
+      Value index = arith::ConstantIndexOp::create(builder, loc, dim);
+      Value a = tensor::DimOp::create(builder, loc, tensors.front(), index);
+      Value b = tensor::DimOp::create(builder, loc, other, index);
+      Value same = arith::CmpIOp::create(builder, loc,
+                                         arith::CmpIPredicate::eq, a, b);
+      assertBefore(builder, op, same,
+                   ("the operands' sizes differ in dimension " + Twine(dim))
+                       .str());
+    }
+  }
+}
+
 /// Checks before each linalg op of `func` that its operands' sizes agree
 /// (a matmul of 50x40 by 50x40 would read out of bounds), and before each
 /// tensor element or slice access, cast and dim that it is in bounds (a
@@ -72,6 +131,18 @@ static void addShapeChecks(func::FuncOp func) {
             tensor::DimOp>(op))
       ops.push_back(op);
   });
+  SmallVector<Operation *> elementwise;
+  func.walk([&](Operation *op) {
+    if (isa<tensor::PadOp>(op) || (op->hasTrait<OpTrait::Elementwise>() &&
+                                   op->hasTrait<OpTrait::Tensorizable>()))
+      elementwise.push_back(op);
+  });
+  for (Operation *op : elementwise) {
+    if (auto pad = dyn_cast<tensor::PadOp>(op))
+      addPadCheck(pad);
+    else
+      addElementwiseCheck(op);
+  }
   for (Operation *op : ops) {
     if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {
       addInsertSliceCheck(insert);

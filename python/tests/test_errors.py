@@ -568,3 +568,53 @@ func.func @sq(%x: tensor<3xf32>) -> f32 {
     # vjp keeps the list argument in the dtype the call used (f32).
     _, pullback = mlir_ad.vjp(m.sq)([1.0, 2.0, 3.0])
     np.testing.assert_array_equal(pullback(np.float32(1.0))[0], [2, 0, 0])
+
+
+def test_negative_padding_is_an_error():
+    # Upstream has no run-time check of tensor.pad: a negative amount wrote
+    # before the buffer it made (a segmentation fault).
+    m = mlir_ad.compile("""
+func.func @pad(%x: tensor<?xf64>, %lo: index, %hi: index) -> tensor<?xf64> {
+  %z = arith.constant 0.0 : f64
+  %p = tensor.pad %x low[%lo] high[%hi] {
+  ^bb0(%i: index):
+    tensor.yield %z : f64
+  } : tensor<?xf64> to tensor<?xf64>
+  return %p : tensor<?xf64>
+}
+func.func @loss(%x: tensor<?xf64>, %lo: index, %hi: index) -> f64 {
+  %p = func.call @pad(%x, %lo, %hi) : (tensor<?xf64>, index, index) -> tensor<?xf64>
+  %c0 = arith.constant 0 : index
+  %v = tensor.extract %p[%c0] : tensor<?xf64>
+  %s = arith.mulf %v, %v : f64
+  return %s : f64
+}""")
+    np.testing.assert_array_equal(m.pad(np.ones(2), 1, 2), [0, 1, 1, 0, 0])
+    for lo, hi, side in ((-2, 0, "low"), (0, -1, "high")):
+        with pytest.raises(ValueError, match=rf"'tensor.pad' at loc\(\"<source>\":4:\d+\): {side} padding must not be negative"):
+            m.pad(np.ones(3), lo, hi)
+        with pytest.raises(ValueError, match="padding must not be negative"):
+            mlir_ad.grad(m.loss, wrt=0)(np.ones(3), lo, hi)
+    np.testing.assert_array_equal(mlir_ad.grad(m.loss, wrt=0)(np.full(2, 3.0), 0, 1), [6, 0])
+
+
+def test_whole_tensor_ops_on_different_sizes_are_an_error():
+    # An elementwise arith/math op on tensors reads every operand at the
+    # first one's indices: a shorter operand was read out of bounds.
+    m = mlir_ad.compile("""
+func.func @add(%a: tensor<?x?xf64>, %b: tensor<?x?xf64>) -> tensor<?x?xf64> {
+  %r = arith.addf %a, %b : tensor<?x?xf64>
+  return %r : tensor<?x?xf64>
+}
+func.func @sel(%c: tensor<?xi1>, %a: tensor<?xf64>, %b: tensor<4xf64>) -> tensor<?xf64> {
+  %d = tensor.cast %b : tensor<4xf64> to tensor<?xf64>
+  %r = arith.select %c, %a, %d : tensor<?xi1>, tensor<?xf64>
+  return %r : tensor<?xf64>
+}""")
+    np.testing.assert_array_equal(m.add(np.ones((2, 3)), np.ones((2, 3))), np.full((2, 3), 2.0))
+    for a, b, dim in ((np.ones((2, 3)), np.ones((2, 100000)), 1), (np.ones((3, 3)), np.ones((2, 3)), 0)):
+        with pytest.raises(ValueError, match=rf"'arith.addf' at loc\(\"<source>\":3:\d+\): the operands' sizes differ in dimension {dim}"):
+            m.add(a, b)
+    with pytest.raises(ValueError, match="'arith.select'.*differ in dimension 0"):
+        m.sel(np.ones(3, bool), np.ones(3), np.ones(4))
+    np.testing.assert_array_equal(m.sel(np.array([1, 0, 1, 0], bool), np.zeros(4), np.ones(4)), [0, 1, 0, 1])
