@@ -38,9 +38,11 @@ static memref::DeallocOp unconditionalDealloc(memref::AllocOp alloc) {
       found = dealloc;
       continue;
     }
-    // Operations that free or take over the buffer in another way.
-    if (isa<memref::ReallocOp>(user) ||
-        user->getDialect()->getNamespace() == "bufferization")
+    // Operations that free or take over the buffer in another way, or
+    // that may (an unregistered op).
+    Dialect *dialect = user->getDialect();
+    if (isa<memref::ReallocOp>(user) || !dialect ||
+        dialect->getNamespace() == "bufferization")
       return {};
   }
   return found;
@@ -63,9 +65,7 @@ static bool nonNegative(Value size) {
 }
 
 /// Moves `alloc` before the loop whose body holds it and its dealloc after
-/// the loop; false when that is not allowed. A dynamic size that may be
-/// negative is clamped at zero: the loop may not run, and the original
-/// allocation would then never have happened.
+/// the loop; false when that is not allowed.
 static bool hoistOnce(memref::AllocOp alloc) {
   Operation *loop = alloc->getParentOp();
   if (!isa_and_nonnull<scf::ForOp, scf::WhileOp>(loop))
@@ -78,6 +78,13 @@ static bool hoistOnce(memref::AllocOp alloc) {
     return false;
   alloc->moveBefore(loop);
   dealloc->moveAfter(loop);
+  return true;
+}
+
+/// Clamps the dynamic sizes of a hoisted `alloc` that may be negative at
+/// zero: the loops it left may run no iteration, and the original
+/// allocation would then never have happened.
+static void clampSizes(memref::AllocOp alloc) {
   OpBuilder builder(alloc);
   Value zero;
   for (OpOperand &size : alloc.getDynamicSizesMutable()) {
@@ -87,7 +94,6 @@ static bool hoistOnce(memref::AllocOp alloc) {
       zero = arith::ConstantIndexOp::create(builder, alloc.getLoc(), 0);
     size.set(arith::MaxSIOp::create(builder, alloc.getLoc(), size.get(), zero));
   }
-  return true;
 }
 
 namespace {
@@ -99,9 +105,13 @@ struct ADHoistBuffersPass
       allocs.push_back(alloc);
     });
     // Out of every enclosing loop whose iterations see the same sizes.
-    for (memref::AllocOp alloc : allocs)
-      while (hoistOnce(alloc)) {
-      }
+    for (memref::AllocOp alloc : allocs) {
+      bool hoisted = false;
+      while (hoistOnce(alloc))
+        hoisted = true;
+      if (hoisted)
+        clampSizes(alloc);
+    }
   }
 };
 } // namespace

@@ -596,12 +596,21 @@ static bool writesDisjointSlices(linalg::LinalgOp op, int64_t dim) {
   });
 }
 
+static bool reductionsVectorizable(linalg::LinalgOp op);
+
 /// Computes `remainder`, the tile of fewer than `width` elements along its
 /// innermost loop that peeling left, as tiles of width / 2, width / 4, ...
 /// 2 elements (each marked with `marker`: static shapes, vectorized) when
-/// that many are left, and a last tile of at most one element.
+/// that many are left, and a last tile of the rest (at most one element
+/// when `width` is a power of two).
 static void splitRemainder(RewriterBase &rewriter, linalg::LinalgOp remainder,
                            int64_t width, StringAttr marker) {
+  // Tiles that would stay scalar (see the vectorization below) are not
+  // split: that would only copy the scalar loop.
+  if ((remainder.getNumLoops() > 1 &&
+       !remainder.getBlock()->getOps<linalg::IndexOp>().empty()) ||
+      !reductionsVectorizable(remainder))
+    return;
   auto tiling = cast<TilingInterface>(remainder.getOperation());
   Location loc = remainder.getLoc();
   rewriter.setInsertionPoint(remainder);
@@ -617,7 +626,8 @@ static void splitRemainder(RewriterBase &rewriter, linalg::LinalgOp remainder,
   Value total =
       getValueOrCreateConstantIndexOp(rewriter, loc, domain[last].size);
   // Elements computed so far.
-  Value done = arith::ConstantIndexOp::create(rewriter, loc, 0);
+  Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+  Value done = zero;
   auto tileAt = [&](Value at, OpFoldResult size) {
     offsets[last] = arith::AddIOp::create(rewriter, loc, start, at).getResult();
     sizes[last] = size;
@@ -661,7 +671,7 @@ static void splitRemainder(RewriterBase &rewriter, linalg::LinalgOp remainder,
   // Every element is computed once: by the tiles, or by the remainder as
   // it was.
   for (scf::IfOp branch : llvm::reverse(branches)) {
-    rewriter.replaceAllUsesWith(branch.getResult(0), start);
+    rewriter.replaceAllUsesWith(branch.getResult(0), zero);
     rewriter.eraseOp(branch);
   }
 }

@@ -1,4 +1,4 @@
-// RUN: ad-opt %s --ad-hoist-buffers --split-input-file | FileCheck %s
+// RUN: ad-opt %s --ad-hoist-buffers --split-input-file --allow-unregistered-dialect | FileCheck %s
 
 // A temporary of every iteration, with a size from outside the loop: one
 // allocation before the loop, clamped at zero (the loop may not run), one
@@ -118,4 +118,48 @@ func.func @stays(%a: memref<?xf64>, %s: index, %c: i1, %keep: memref<1xmemref<?x
     memref.store %tmp, %keep[%c0] : memref<1xmemref<?xf64>>
   }
   return %r#0 : memref<?xf64>
+}
+
+// -----
+
+// A size from an argument, out of two loops: clamped once, before the
+// outer loop.
+// CHECK-LABEL: func @nested_clamped
+// CHECK-SAME: (%[[N:[^:]*]]: index,
+// CHECK: %[[SIZE:.*]] = arith.maxsi %[[N]]
+// CHECK-NEXT: %[[BUF:.*]] = memref.alloc(%[[SIZE]])
+// CHECK-NEXT: scf.for
+// CHECK-NEXT: scf.for
+// CHECK-NOT: arith.maxsi
+// CHECK-NOT: memref.alloc
+// CHECK: memref.dealloc %[[BUF]]
+// CHECK-NEXT: return
+func.func @nested_clamped(%n: index, %s: index, %out: memref<?xf64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.for %i = %c0 to %s step %c1 {
+    scf.for %j = %c0 to %s step %c1 {
+      %buf = memref.alloc(%n) : memref<?xf64>
+      memref.copy %buf, %out : memref<?xf64> to memref<?xf64>
+      memref.dealloc %buf : memref<?xf64>
+    }
+  }
+  return
+}
+
+// -----
+
+// An op of an unregistered dialect may free or keep the buffer: it stays.
+// CHECK-LABEL: func @unknown_user
+// CHECK: scf.for
+// CHECK-NEXT: memref.alloc
+func.func @unknown_user(%n: index, %s: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.for %i = %c0 to %s step %c1 {
+    %buf = memref.alloc(%n) : memref<?xf64>
+    "test.use"(%buf) : (memref<?xf64>) -> ()
+    memref.dealloc %buf : memref<?xf64>
+  }
+  return
 }

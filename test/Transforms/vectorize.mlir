@@ -455,3 +455,24 @@ func.func @remainder_of_column_sums(%a: memref<?x?xf64>, %b: memref<?xf64>) {
   }
   return
 }
+
+// -----
+
+// A tile whose body reads linalg.index of several loops stays scalar, and
+// so does its remainder: not split into copies of the scalar loop.
+// CHECK-LABEL: func.func @remainder_stays_scalar
+// CHECK-NOT:   scf.if
+// CHECK-NOT:   vector.
+// CHECK:       return
+func.func @remainder_stays_scalar(%b: memref<?x?xf64>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} outs(%b : memref<?x?xf64>) {
+  ^bb0(%o: f64):
+    %i = linalg.index 0 : index
+    %j = linalg.index 1 : index
+    %s = arith.addi %i, %j : index
+    %k = arith.index_cast %s : index to i64
+    %f = arith.sitofp %k : i64 to f64
+    linalg.yield %f : f64
+  }
+  return
+}
