@@ -293,6 +293,25 @@ def ADLegalizeViewsPass : Pass<"ad-legalize-views"> {
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
+def ADHoistInvariantsPass : Pass<"ad-hoist-invariants"> {
+  let summary = "Loop-invariant code motion that keeps faulting work guarded";
+  let description = [{
+    Upstream `loop-invariant-code-motion`, except for ops that may fault
+    when their operands are not what the loop computes them from (run-time
+    checks `cf.assert`, ops on tensors, ops with regions): those leave a
+    loop only when it runs whenever it is entered (an `scf.for` with
+    constant bounds lb < ub, the condition region of an `scf.while`), or
+    into an `scf.if (lb < ub)` the pass wraps around an `scf.for` whose
+    trip count is not known (its inits as results otherwise; the guard is
+    removed when nothing needed it). Checks leave with the ops they guard,
+    in order. Upstream hoisted a slice of `n - 1` elements out of a loop of
+    `n` iterations for n = 0 (a slice of -1 elements corrupted the heap),
+    and moved checked ops above their checks.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 def ADHoistBuffersPass : Pass<"ad-hoist-buffers"> {
   let summary = "Allocate a loop body's temporary buffers once per loop";
   let description = [{

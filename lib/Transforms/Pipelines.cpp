@@ -121,10 +121,11 @@ void mlir::ad::buildLowerToLLVMPipeline(OpPassManager &pm,
   // functions ad-differentiate structures.
   pm.addPass(createLiftControlFlowToSCFPass());
   // Hoisting loop-invariant work first means the adjoint tapes it once
-  // instead of per iteration.
+  // instead of per iteration (not out of loops that may not run, nor above
+  // the run-time checks guarding it).
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-  pm.addPass(createLoopInvariantCodeMotionPass());
+  pm.addPass(ad::createADHoistInvariantsPass());
   buildDifferentiatePipeline(pm);
   // Inlining the forward and pullback functions into their callers lets
   // canonicalization drop forward work nobody reads (the value for ad.grad).

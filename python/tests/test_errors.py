@@ -618,3 +618,52 @@ func.func @sel(%c: tensor<?xi1>, %a: tensor<?xf64>, %b: tensor<4xf64>) -> tensor
     with pytest.raises(ValueError, match="'arith.select'.*differ in dimension 0"):
         m.sel(np.ones(3, bool), np.ones(3), np.ones(4))
     np.testing.assert_array_equal(m.sel(np.array([1, 0, 1, 0], bool), np.zeros(4), np.ones(4)), [0, 1, 0, 1])
+
+
+def test_loop_that_runs_no_iteration_computes_nothing():
+    # Loop-invariant code motion took the slice of n - 1 elements out of a
+    # loop of n iterations: with n = 0, a slice of -1 elements before the
+    # loop (a garbage gradient or a corrupted heap), above the run-time
+    # check inside the loop. It now leaves only into a branch taken when the
+    # loop runs, with its check.
+    m = mlir_ad.compile("""
+#v = affine_map<(j) -> (j)>
+#s = affine_map<(j) -> ()>
+func.func @f(%x: tensor<?xf64>, %n: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f64
+  %nm1 = arith.subi %n, %c1 : index
+  %r = scf.for %j = %c0 to %n step %c1 iter_args(%acc = %zero) -> (f64) {
+    %s = tensor.extract_slice %x[0] [%nm1] [1] : tensor<?xf64> to tensor<?xf64>
+    %e = tensor.empty(%nm1) : tensor<?xf64>
+    %t = linalg.generic {indexing_maps = [#v, #v], iterator_types = ["parallel"]}
+        ins(%s : tensor<?xf64>) outs(%e : tensor<?xf64>) {
+    ^bb0(%a: f64, %o: f64):
+      %th = math.exp %a : f64
+      linalg.yield %th : f64
+    } -> tensor<?xf64>
+    %z0 = tensor.empty() : tensor<f64>
+    %z = linalg.fill ins(%zero : f64) outs(%z0 : tensor<f64>) -> tensor<f64>
+    %sum = linalg.generic {indexing_maps = [#v, #s], iterator_types = ["reduction"]}
+        ins(%t : tensor<?xf64>) outs(%z : tensor<f64>) {
+    ^bb0(%a: f64, %o: f64):
+      %ad = arith.addf %o, %a : f64
+      linalg.yield %ad : f64
+    } -> tensor<f64>
+    %v = tensor.extract %sum[] : tensor<f64>
+    %a1 = arith.addf %acc, %v : f64
+    scf.yield %a1 : f64
+  }
+  return %r : f64
+}
+""")
+    x = np.array([0.1, 0.2, 0.3])
+    assert m.f(x, 2) == pytest.approx(2 * np.exp(0.1), rel=1e-15)
+    np.testing.assert_allclose(mlir_ad.grad(m.f, wrt=0)(x, 2), [2 * np.exp(0.1), 0, 0], rtol=1e-15)
+    for _ in range(300):
+        assert m.f(x, 0) == 0.0
+        np.testing.assert_array_equal(mlir_ad.grad(m.f, wrt=0)(x, 0), np.zeros(3))
+    # A loop that runs with a slice out of bounds is an error of the call.
+    with pytest.raises(ValueError, match="tensor.extract_slice"):
+        m.f(x, 5)

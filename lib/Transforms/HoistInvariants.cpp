@@ -1,0 +1,125 @@
+//===- HoistInvariants.cpp - loop-invariant code motion that keeps checks -*- C++ -*-===//
+//
+// ad-hoist-invariants: upstream's loop-invariant code motion, except that
+// work which may fault (tensor ops, linalg ops, anything with a region)
+// leaves a loop only when the loop runs at least once, together with the
+// run-time checks (`cf.assert`) that guard it. Upstream hoists every
+// speculatable op: a slice of `n - 1` elements in a loop that runs `n`
+// times was taken before the loop when n = 0 (a slice of -1 elements, a
+// corrupted heap), and a checked op moved above its check.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ad/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
+
+namespace mlir::ad {
+#define GEN_PASS_DEF_ADHOISTINVARIANTSPASS
+#include "ad/IR/Passes.h.inc"
+} // namespace mlir::ad
+
+using namespace mlir;
+
+/// Whether `op` may fault or fail when its operands are not what the loop
+/// would have given it: a check, an op on tensors (sizes, offsets and
+/// indices are only valid where the program computes them), an op with
+/// regions.
+static bool mayFault(Operation *op) {
+  if (isa<cf::AssertOp>(op) || op->getNumRegions() != 0)
+    return true;
+  auto shaped = [](Type type) { return isa<ShapedType>(type); };
+  return llvm::any_of(op->getOperandTypes(), shaped) ||
+         llvm::any_of(op->getResultTypes(), shaped);
+}
+
+/// Whether `loop` runs at least once: constant bounds, lb < ub.
+static bool runsAtLeastOnce(scf::ForOp loop) {
+  std::optional<int64_t> lb = getConstantIntValue(loop.getLowerBound());
+  std::optional<int64_t> ub = getConstantIntValue(loop.getUpperBound());
+  if (!lb || !ub)
+    return false;
+  return loop.getUnsignedCmp() ? uint64_t(*lb) < uint64_t(*ub) : *lb < *ub;
+}
+
+/// Hoists the invariants of `region` (of `loop`); ops that may fault only
+/// when `runs` (the region runs whenever the loop is entered). Returns the
+/// number of ops moved.
+static size_t hoist(LoopLikeOpInterface loop, Region &region, bool runs) {
+  return moveLoopInvariantCode(
+      {&region},
+      [&](Value value, Region *) { return loop.isDefinedOutsideOfLoop(value); },
+      [&](Operation *op, Region *) {
+        bool movable = isa<cf::AssertOp>(op) ||
+                       (isMemoryEffectFree(op) && isSpeculatable(op));
+        return movable && (runs || !mayFault(op));
+      },
+      [&](Operation *op, Region *) { loop.moveOutOfLoop(op); });
+}
+
+/// Hoists out of `loop`, whose trip count is not known: first the ops that
+/// cannot fault, then, with the loop inside `scf.if (lb < ub)` (its inits
+/// as results otherwise), the rest into that branch. The branch is undone
+/// when nothing more moved.
+static void hoistGuarded(scf::ForOp loop) {
+  hoist(loop, loop.getRegion(), /*runs=*/false);
+  OpBuilder builder(loop);
+  Location loc = loop.getLoc();
+  Value entered = arith::CmpIOp::create(
+      builder, loc,
+      loop.getUnsignedCmp() ? arith::CmpIPredicate::ult
+                            : arith::CmpIPredicate::slt,
+      loop.getLowerBound(), loop.getUpperBound());
+  auto guard = scf::IfOp::create(builder, loc, loop.getResultTypes(), entered,
+                                 /*withElseRegion=*/true);
+  loop->replaceAllUsesWith(guard.getResults());
+  // (The builder gives a guard without results its yields.)
+  if (!guard.thenBlock()->mightHaveTerminator()) {
+    builder.setInsertionPointToEnd(guard.thenBlock());
+    scf::YieldOp::create(builder, loc, loop.getResults());
+    builder.setInsertionPointToEnd(guard.elseBlock());
+    scf::YieldOp::create(builder, loc, loop.getInitArgs());
+  }
+  loop->moveBefore(guard.thenBlock(), guard.thenBlock()->begin());
+  if (hoist(loop, loop.getRegion(), /*runs=*/true) != 0)
+    return;
+  loop->moveBefore(guard);
+  guard->replaceAllUsesWith(loop.getResults());
+  guard->erase();
+  entered.getDefiningOp()->erase();
+}
+
+namespace {
+struct ADHoistInvariantsPass
+    : mlir::ad::impl::ADHoistInvariantsPassBase<ADHoistInvariantsPass> {
+  void runOnOperation() override {
+    // Innermost loops first: what leaves an inner loop may then leave the
+    // loop around it.
+    SmallVector<LoopLikeOpInterface> loops;
+    getOperation()->walk(
+        [&](LoopLikeOpInterface loop) { loops.push_back(loop); });
+    for (LoopLikeOpInterface loop : loops) {
+      if (auto forOp = dyn_cast<scf::ForOp>(loop.getOperation())) {
+        if (runsAtLeastOnce(forOp))
+          hoist(loop, forOp.getRegion(), /*runs=*/true);
+        else
+          hoistGuarded(forOp);
+        continue;
+      }
+      // A while loop's condition region runs whenever the loop is entered;
+      // its body may run no iteration.
+      if (auto whileOp = dyn_cast<scf::WhileOp>(loop.getOperation())) {
+        hoist(loop, whileOp.getBefore(), /*runs=*/true);
+        hoist(loop, whileOp.getAfter(), /*runs=*/false);
+        continue;
+      }
+      for (Region *region : loop.getLoopRegions())
+        hoist(loop, *region, /*runs=*/false);
+    }
+  }
+};
+} // namespace

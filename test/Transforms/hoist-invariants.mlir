@@ -1,0 +1,91 @@
+// RUN: ad-opt %s --ad-hoist-invariants --split-input-file | FileCheck %s
+
+// A loop of n iterations whose body slices n - 1 elements: the slice (and
+// the check guarding it) leave the loop only into a branch taken when the
+// loop runs; scalar arithmetic leaves it unguarded.
+// CHECK-LABEL: func @guarded
+// CHECK-SAME: (%[[X:[^:]*]]: tensor<?xf64>, %[[N:[^:]*]]: index)
+// CHECK: %[[M:.*]] = arith.subi %[[N]]
+// CHECK: %[[OK:.*]] = arith.cmpi sge, %[[M]]
+// CHECK: %[[RUNS:.*]] = arith.cmpi slt, %{{.*}}, %[[N]]
+// CHECK: %[[R:.*]] = scf.if %[[RUNS]] -> (f64) {
+// CHECK-NEXT: cf.assert %[[OK]]
+// CHECK-NEXT: %[[S:.*]] = tensor.extract_slice %[[X]][0] [%[[M]]] [1]
+// CHECK: %[[L:.*]] = scf.for
+// CHECK-NOT: tensor.extract_slice
+// CHECK: scf.yield %[[L]]
+// CHECK-NEXT: } else {
+// CHECK-NEXT: scf.yield %{{.*}} : f64
+// CHECK: return %[[R]]
+func.func @guarded(%x: tensor<?xf64>, %n: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f64
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero) -> (f64) {
+    %m = arith.subi %n, %c1 : index
+    %ok = arith.cmpi sge, %m, %c0 : index
+    cf.assert %ok, "size must not be negative"
+    %s = tensor.extract_slice %x[0] [%m] [1] : tensor<?xf64> to tensor<?xf64>
+    %v = tensor.extract %s[%c0] : tensor<?xf64>
+    %a = arith.addf %acc, %v : f64
+    scf.yield %a : f64
+  }
+  return %r : f64
+}
+
+// -----
+
+// Constant bounds with at least one iteration: no guard.
+// CHECK-LABEL: func @runs
+// CHECK-NOT: scf.if
+// CHECK: tensor.extract_slice
+// CHECK: scf.for
+func.func @runs(%x: tensor<?xf64>, %m: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %zero = arith.constant 0.0 : f64
+  %r = scf.for %i = %c0 to %c4 step %c1 iter_args(%acc = %zero) -> (f64) {
+    %s = tensor.extract_slice %x[0] [%m] [1] : tensor<?xf64> to tensor<?xf64>
+    %v = tensor.extract %s[%c0] : tensor<?xf64>
+    %a = arith.addf %acc, %v : f64
+    scf.yield %a : f64
+  }
+  return %r : f64
+}
+
+// -----
+
+// Only scalar invariants: hoisted, and no guard is left behind. A while
+// loop's body keeps its tensor op (it may run no iteration); its
+// condition region's invariants leave.
+// CHECK-LABEL: func @no_guard_needed
+// CHECK-NOT: scf.if
+// CHECK: arith.mulf
+// CHECK: scf.for
+// CHECK: %[[T:.*]] = tensor.empty
+// CHECK: scf.while
+// CHECK: } do {
+// CHECK: tensor.extract_slice
+func.func @no_guard_needed(%x: tensor<?xf64>, %y: f64, %n: index, %m: index) -> (f64, index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %y) -> (f64) {
+    %sq = arith.mulf %y, %y : f64
+    %a = arith.addf %acc, %sq : f64
+    scf.yield %a : f64
+  }
+  %w = scf.while (%k = %c0) : (index) -> index {
+    %t = tensor.empty(%m) : tensor<?xf64>
+    %d = tensor.dim %t, %c0 : tensor<?xf64>
+    %more = arith.cmpi slt, %k, %d : index
+    scf.condition(%more) %k : index
+  } do {
+  ^bb0(%k: index):
+    %s = tensor.extract_slice %x[0] [%m] [1] : tensor<?xf64> to tensor<?xf64>
+    %d = tensor.dim %s, %c0 : tensor<?xf64>
+    %next = arith.addi %k, %d : index
+    scf.yield %next : index
+  }
+  return %r, %w : f64, index
+}
