@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
 
@@ -28,10 +29,27 @@ using namespace mlir;
 /// Whether `op` may fault or fail when its operands are not what the loop
 /// would have given it: a check, an op on tensors (sizes, offsets and
 /// indices are only valid where the program computes them), an op with
-/// regions.
+/// regions holding such an op.
 static bool mayFault(Operation *op) {
-  if (isa<cf::AssertOp>(op) || op->getNumRegions() != 0)
+  if (isa<cf::AssertOp>(op))
     return true;
+  // An op with regions (the run-time checks' `scf.if`s computing a
+  // condition) as its nested ops and results.
+  if (op->getNumRegions() != 0) {
+    bool nested = false;
+    for (Region &region : op->getRegions())
+      for (Operation &inner : region.getOps())
+        nested |= !inner.hasTrait<OpTrait::IsTerminator>() && mayFault(&inner);
+    if (nested)
+      return true;
+  }
+  // The size of a ranked tensor's dimension that exists.
+  if (auto dim = dyn_cast<tensor::DimOp>(op)) {
+    std::optional<int64_t> index = dim.getConstantIndex();
+    auto type = dyn_cast<RankedTensorType>(dim.getSource().getType());
+    if (index && type && *index >= 0 && *index < type.getRank())
+      return false;
+  }
   auto shaped = [](Type type) { return isa<ShapedType>(type); };
   return llvm::any_of(op->getOperandTypes(), shaped) ||
          llvm::any_of(op->getResultTypes(), shaped);
@@ -61,12 +79,51 @@ static size_t hoist(LoopLikeOpInterface loop, Region &region, bool runs) {
       [&](Operation *op, Region *) { loop.moveOutOfLoop(op); });
 }
 
+/// Whether hoisting `op` out of a loop saves work worth a branch around the
+/// loop: it computes a tensor (a linalg op, a pad, a loop or branch over
+/// tensors). Checks, scalars, sizes and views of tensors cost next to
+/// nothing per iteration, while a branch with tensor results costs a taped
+/// choice per run in the adjoint and copies in bufferization.
+static bool worthGuarding(Operation *op) {
+  if (isa<tensor::EmptyOp, tensor::ExtractSliceOp, tensor::ExpandShapeOp,
+          tensor::CollapseShapeOp, tensor::CastOp, tensor::ReshapeOp>(op))
+    return false;
+  return llvm::any_of(op->getResultTypes(),
+                      [](Type type) { return isa<ShapedType>(type); });
+}
+
+/// Whether hoisting from `loop`, were it known to run, would move an op
+/// worth a guard (a dry run of the hoisting: nothing moves).
+static bool wouldHoistWorthGuarding(scf::ForOp loop) {
+  llvm::SmallPtrSet<Operation *, 16> movable;
+  bool worth = false;
+  moveLoopInvariantCode(
+      {&loop.getRegion()},
+      [&](Value value, Region *) {
+        Operation *def = value.getDefiningOp();
+        return loop.isDefinedOutsideOfLoop(value) ||
+               (def && movable.contains(def));
+      },
+      [&](Operation *op, Region *) {
+        return !movable.contains(op) &&
+               (isa<cf::AssertOp>(op) ||
+                (isMemoryEffectFree(op) && isSpeculatable(op)));
+      },
+      [&](Operation *op, Region *) {
+        movable.insert(op);
+        worth |= worthGuarding(op);
+      });
+  return worth;
+}
+
 /// Hoists out of `loop`, whose trip count is not known: first the ops that
-/// cannot fault, then, with the loop inside `scf.if (lb < ub)` (its inits
-/// as results otherwise), the rest into that branch. The branch is undone
-/// when nothing more moved.
+/// cannot fault, then, when that moves work worth it, with the loop inside
+/// `scf.if (lb < ub)` (its inits as results otherwise), the rest into that
+/// branch.
 static void hoistGuarded(scf::ForOp loop) {
   hoist(loop, loop.getRegion(), /*runs=*/false);
+  if (!wouldHoistWorthGuarding(loop))
+    return;
   OpBuilder builder(loop);
   Location loc = loop.getLoc();
   Value entered = arith::CmpIOp::create(
@@ -85,12 +142,7 @@ static void hoistGuarded(scf::ForOp loop) {
     scf::YieldOp::create(builder, loc, loop.getInitArgs());
   }
   loop->moveBefore(guard.thenBlock(), guard.thenBlock()->begin());
-  if (hoist(loop, loop.getRegion(), /*runs=*/true) != 0)
-    return;
-  loop->moveBefore(guard);
-  guard->replaceAllUsesWith(loop.getResults());
-  guard->erase();
-  entered.getDefiningOp()->erase();
+  hoist(loop, loop.getRegion(), /*runs=*/true);
 }
 
 namespace {

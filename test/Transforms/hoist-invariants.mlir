@@ -1,8 +1,8 @@
 // RUN: ad-opt %s --ad-hoist-invariants --split-input-file | FileCheck %s
 
-// A loop of n iterations whose body slices n - 1 elements: the slice (and
-// the check guarding it) leave the loop only into a branch taken when the
-// loop runs; scalar arithmetic leaves it unguarded.
+// A loop of n iterations whose body slices n - 1 elements and adds them:
+// the slice, the sum (and the check guarding them) leave the loop only into
+// a branch taken when the loop runs; scalar arithmetic leaves it unguarded.
 // CHECK-LABEL: func @guarded
 // CHECK-SAME: (%[[X:[^:]*]]: tensor<?xf64>, %[[N:[^:]*]]: index)
 // CHECK: %[[M:.*]] = arith.subi %[[N]]
@@ -11,6 +11,7 @@
 // CHECK: %[[R:.*]] = scf.if %[[RUNS]] -> (f64) {
 // CHECK-NEXT: cf.assert %[[OK]]
 // CHECK-NEXT: %[[S:.*]] = tensor.extract_slice %[[X]][0] [%[[M]]] [1]
+// CHECK-NEXT: arith.addf %[[S]], %[[S]] : tensor<?xf64>
 // CHECK: %[[L:.*]] = scf.for
 // CHECK-NOT: tensor.extract_slice
 // CHECK: scf.yield %[[L]]
@@ -26,11 +27,46 @@ func.func @guarded(%x: tensor<?xf64>, %n: index) -> f64 {
     %ok = arith.cmpi sge, %m, %c0 : index
     cf.assert %ok, "size must not be negative"
     %s = tensor.extract_slice %x[0] [%m] [1] : tensor<?xf64> to tensor<?xf64>
-    %v = tensor.extract %s[%c0] : tensor<?xf64>
+    %d = arith.addf %s, %s : tensor<?xf64>
+    %v = tensor.extract %d[%c0] : tensor<?xf64>
     %a = arith.addf %acc, %v : f64
     scf.yield %a : f64
   }
   return %r : f64
+}
+
+// -----
+
+// Only a check, a slice and a size would leave the loop: not worth a branch
+// around it (a taped choice in the adjoint, copies of its tensor results);
+// they stay, in order, and the size of an existing dimension leaves.
+// CHECK-LABEL: func @not_worth_a_guard
+// CHECK-SAME: (%[[X:[^:]*]]: tensor<?xf64>
+// CHECK-NOT: scf.if
+// CHECK-DAG: arith.subi
+// CHECK-DAG: arith.cmpi
+// CHECK-DAG: tensor.dim %[[X]], %c0
+// CHECK: scf.for
+// CHECK-NEXT: cf.assert
+// CHECK-NEXT: %[[S:.*]] = tensor.extract_slice
+// CHECK-NEXT: tensor.dim %[[S]]
+// CHECK-NOT: tensor.dim
+// CHECK: scf.yield
+func.func @not_worth_a_guard(%x: tensor<?xf64>, %n: index) -> index {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %c0) -> (index) {
+    %m = arith.subi %n, %c1 : index
+    %ok = arith.cmpi sge, %m, %c0 : index
+    cf.assert %ok, "size must not be negative"
+    %s = tensor.extract_slice %x[0] [%m] [1] : tensor<?xf64> to tensor<?xf64>
+    %d = tensor.dim %s, %c0 : tensor<?xf64>
+    %k = tensor.dim %x, %c0 : tensor<?xf64>
+    %a = arith.addi %acc, %d : index
+    %b = arith.addi %a, %k : index
+    scf.yield %b : index
+  }
+  return %r : index
 }
 
 // -----
