@@ -183,16 +183,25 @@ static std::optional<SmallVector<unsigned>> sumOfLoops(AffineExpr expr) {
   return lhs;
 }
 
-/// The tile of a contraction's narrow dimension: 8 rows, or fewer (down to
-/// 4) when they divide a static size 8 does not, so that no rows are left
-/// to the scalar remainder loop (a 30 x 30 convolution output: 5 tiles of
-/// 6 instead of 3 of 8 and 6 scalar rows).
-static int64_t narrowTile(int64_t staticSize) {
-  if (!ShapedType::isDynamic(staticSize) && staticSize % 8 != 0)
-    for (int64_t rows = 7; rows >= 4; --rows)
+/// The rows of a contraction's register tile (its narrow dimension), each
+/// two vectors of the wide one: 8 x 2 accumulators with 512-bit vectors
+/// (AVX-512's 32 registers), 6 x 2 with narrower ones (AVX2's and SSE's 16:
+/// 12 accumulators, two vectors of the wide input and a broadcast; 8 rows
+/// spilled, a 256^3 f64 matmul ran at half the rate).
+static int64_t registerRows(unsigned vectorBits) {
+  return vectorBits >= 512 ? 8 : 6;
+}
+
+/// The tile of a contraction's narrow dimension: `maxRows`, or fewer (down
+/// to 4) when they divide a static size `maxRows` does not, so that no rows
+/// are left to the scalar remainder loop (a 30 x 30 convolution output: 5
+/// tiles of 6 instead of 3 of 8 and 6 scalar rows).
+static int64_t narrowTile(int64_t staticSize, int64_t maxRows) {
+  if (!ShapedType::isDynamic(staticSize) && staticSize % maxRows != 0)
+    for (int64_t rows = maxRows - 1; rows >= 4; --rows)
       if (staticSize % rows == 0)
         return rows;
-  return clampTile(8, staticSize);
+  return clampTile(maxRows, staticSize);
 }
 
 /// The plan of a contraction for a generic that is not one but has its
@@ -216,7 +225,7 @@ static int64_t narrowTile(int64_t staticSize) {
 /// when there are several. The other loops the output reads are batch
 /// loops, outermost; those it does not read are the reductions, innermost.
 static std::optional<TilePlan>
-planOuterTiles(linalg::LinalgOp generic, int64_t lanes,
+planOuterTiles(linalg::LinalgOp generic, int64_t lanes, int64_t rows,
                ArrayRef<int64_t> ranges) {
   if (generic.getNumDpsInits() != 1 ||
       !generic.getBlock()->getOps<linalg::IndexOp>().empty())
@@ -329,7 +338,7 @@ planOuterTiles(linalg::LinalgOp generic, int64_t lanes,
   }
   TilePlan plan;
   plan.sizes.assign(numLoops, 1);
-  plan.sizes[*narrow] = narrowTile(ranges[*narrow]);
+  plan.sizes[*narrow] = narrowTile(ranges[*narrow], rows);
   plan.sizes[wide] = clampTile(2 * lanes, ranges[wide]);
   for (unsigned dim : outputLoops)
     if (dim != *narrow)
@@ -351,6 +360,7 @@ static std::optional<TilePlan> planTiles(linalg::LinalgOp op,
   if (!bits)
     return std::nullopt;
   int64_t lanes = std::max<unsigned>(1, vectorBits / *bits);
+  int64_t rows = registerRows(vectorBits);
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   unsigned numLoops = op.getNumLoops();
   TilePlan plan;
@@ -368,12 +378,12 @@ static std::optional<TilePlan> planTiles(linalg::LinalgOp op,
         (innerExpr.getPosition() == dims->m.front() ||
          innerExpr.getPosition() == dims->n.front())) {
       // The output's innermost dimension (contiguous in memory) is the wide
-      // one: NR = two vectors of it by MR = 8 of the other, 8 x 16 f64 in
-      // 16 of AVX-512's 32 registers.
+      // one: NR = two vectors of it by MR = registerRows of the other, 8 x 16
+      // f64 in 16 of AVX-512's 32 registers, 6 x 8 in 12 of AVX2's 16.
       unsigned wide = innerExpr.getPosition();
       unsigned narrow = wide == dims->n.front() ? dims->m.front()
                                                 : dims->n.front();
-      plan.sizes[narrow] = clampTile(8, ranges[narrow]);
+      plan.sizes[narrow] = clampTile(rows, ranges[narrow]);
       plan.sizes[wide] = clampTile(2 * lanes, ranges[wide]);
       for (unsigned b : dims->batch)
         plan.interchange.push_back(b);
@@ -397,7 +407,7 @@ static std::optional<TilePlan> planTiles(linalg::LinalgOp op,
       return plan;
     }
   }
-  if (std::optional<TilePlan> outer = planOuterTiles(op, lanes, ranges))
+  if (std::optional<TilePlan> outer = planOuterTiles(op, lanes, rows, ranges))
     return outer;
   plan.sizes.back() = clampTile(lanes, ranges.back());
   // Vectors along a parallel innermost loop: the reduction loops run inside
@@ -674,6 +684,73 @@ static void splitRemainder(RewriterBase &rewriter, linalg::LinalgOp remainder,
     rewriter.replaceAllUsesWith(branch.getResult(0), zero);
     rewriter.eraseOp(branch);
   }
+}
+
+/// Cache blocks of a contraction tiled into registers: the rows of its
+/// narrow dimension a block runs (`kBlockRows` register tiles) and the steps
+/// of its reduction, so that the block of the narrow input (96 x 256 f64,
+/// 192 KB) stays in L2 and the strip of the wide input one register tile
+/// reads (256 x 8 f64, 16 KB) in L1 while the register tiles run over them.
+constexpr int64_t kBlockRows = 16;
+constexpr int64_t kBlockSteps = 256;
+
+/// Tiles a contraction `op` planned by `plan` (its dimensions in the order
+/// of the tile loops) into cache blocks when it is larger than one: a loop
+/// over blocks of rows of the narrow dimension around a loop over blocks of
+/// its one reduction. Returns the op of one block (`op` when it fits).
+/// Each output element still adds its terms in the order of the reduction
+/// (a block reads the output tile its previous block wrote), so the results
+/// are the same bits. The loop over row blocks gets `parallelMarker` when its
+/// iterations write disjoint tiles; `marked` says so.
+static linalg::LinalgOp blockForCache(RewriterBase &rewriter,
+                                      linalg::LinalgOp op,
+                                      const TilePlan &plan,
+                                      StringAttr parallelMarker,
+                                      bool &marked) {
+  marked = false;
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  SmallVector<unsigned> reductions;
+  for (auto [dim, iterator] : llvm::enumerate(iterators))
+    if (iterator == utils::IteratorType::reduction)
+      reductions.push_back(dim);
+  if (reductions.size() != 1 || op.getNumLoops() < plan.numBatch + 3)
+    return op;
+  unsigned narrow = plan.interchange.empty() ? plan.numBatch
+                                             : plan.interchange[plan.numBatch];
+  unsigned reduction = reductions.front();
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  auto largerThan = [&](unsigned dim, int64_t size) {
+    return ShapedType::isDynamic(ranges[dim]) || ranges[dim] > size;
+  };
+  int64_t rows = plan.sizes[narrow] * kBlockRows;
+  SmallVector<int64_t> sizes(op.getNumLoops(), 0);
+  if (largerThan(narrow, rows))
+    sizes[narrow] = rows;
+  if (largerThan(reduction, kBlockSteps))
+    sizes[reduction] = kBlockSteps;
+  if (llvm::all_of(sizes, [](int64_t size) { return size == 0; }))
+    return op;
+  SmallVector<int64_t> order = {narrow, reduction};
+  for (unsigned dim = 0; dim < op.getNumLoops(); ++dim)
+    if (dim != narrow && dim != reduction)
+      order.push_back(dim);
+  scf::SCFTilingOptions options;
+  options.setLoopType(scf::SCFTilingOptions::LoopType::ForOp);
+  options.setTileSizes(getAsIndexOpFoldResult(rewriter.getContext(), sizes));
+  options.setInterchange(order);
+  rewriter.setInsertionPoint(op);
+  bool shareable = parallelMarker && sizes[narrow] != 0 &&
+                   writesDisjointSlices(op, narrow);
+  FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
+      rewriter, cast<TilingInterface>(op.getOperation()), options);
+  if (failed(tiled) || tiled->tiledOps.size() != 1)
+    return op;
+  rewriter.eraseOp(op);
+  if (shareable && isa<scf::ForOp>(tiled->loops.front().getOperation())) {
+    tiled->loops.front()->setAttr(parallelMarker, rewriter.getUnitAttr());
+    marked = true;
+  }
+  return cast<linalg::LinalgOp>(tiled->tiledOps.front());
 }
 
 /// Tiles `op` as `plan` says and peels the tile loops whose trip count the
@@ -1409,8 +1486,11 @@ struct ADVectorizePass
           plan->interchange.clear();
         }
       }
+      bool marked = false;
+      if (plan->contraction)
+        op = blockForCache(rewriter, op, *plan, parallelMarker, marked);
       (void)tileAndPeel(rewriter, op, *plan, marker, reductionMarker,
-                        parallelMarker);
+                        marked ? StringAttr() : parallelMarker);
     }
     applyPatterns(func, [&](RewritePatternSet &patterns) {
       MLIRContext *ctx = func.getContext();

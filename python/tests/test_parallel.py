@@ -128,7 +128,8 @@ def _same(parallel, sequential):
 
 @pytest.mark.parametrize("t,dtype", TYPES)
 @pytest.mark.parametrize("m,n,k", [(3, 5, 7), (64, 64, 64), (200, 130, 70),
-                                   (257, 33, 129), (16, 1000, 8)])
+                                   (257, 33, 129), (16, 1000, 8),
+                                   (300, 40, 600)])
 def test_matmul(t, dtype, m, n, k):
     sequential, parallel = _both(MATMUL.replace("T", t))
     rng = np.random.default_rng(m * n * k)

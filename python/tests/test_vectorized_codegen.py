@@ -73,8 +73,10 @@ def _operands(layout, m, n, k, rng, dtype=np.float64):
     return shapes, (a, b, o), expected
 
 
+# (200, 19, 600) and (97, 10, 257): more rows and reduction steps than one
+# cache block holds (96 or 128 rows, 256 steps), with partial last blocks.
 SIZES = [(16, 32, 8), (8, 16, 1), (3, 5, 7), (21, 37, 13), (64, 48, 100),
-         (1, 40, 9), (9, 1, 3)]
+         (1, 40, 9), (9, 1, 3), (200, 19, 600), (97, 10, 257)]
 
 
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))

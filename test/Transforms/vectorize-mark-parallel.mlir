@@ -92,6 +92,26 @@ func.func @matmul(%a: memref<64x64xf64>, %b: memref<64x64xf64>) -> memref<64x64x
 
 // -----
 
+// A matmul of cache blocks: the loop over blocks of rows (outermost, around
+// the blocks of reduction steps) is shared out; the tile loops inside a
+// block are not marked again.
+// CHECK-LABEL: func.func @blocked_matmul(
+// CHECK: scf.for {{.*}} step %c96
+// CHECK-NOT: ad.parallel
+// CHECK: } {ad.parallel}
+// CHECK-NEXT: return
+func.func @blocked_matmul(%a: memref<?x?xf64>, %b: memref<?x?xf64>) -> memref<?x?xf64> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = memref.dim %a, %c0 : memref<?x?xf64>
+  %n = memref.dim %b, %c1 : memref<?x?xf64>
+  %c = memref.alloc(%m, %n) : memref<?x?xf64>
+  linalg.matmul ins(%a, %b : memref<?x?xf64>, memref<?x?xf64>) outs(%c : memref<?x?xf64>)
+  return %c : memref<?x?xf64>
+}
+
+// -----
+
 // A sum of a whole vector: its only loop is a reduction.
 // CHECK-LABEL: func.func @total(
 // CHECK-NOT: ad.parallel

@@ -1,0 +1,109 @@
+// RUN: ad-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(ad-vectorize{vector-bits=256}))" | FileCheck %s
+
+// With 256-bit vectors (AVX2: 16 vector registers) a contraction's register
+// tile is 6 rows of two vectors: 12 accumulators, the two vectors of B and
+// a broadcast fit. (8 rows of two vectors, AVX-512's tile, spilled: a
+// 256^3 f64 matmul ran at half the rate.)
+// CHECK-LABEL: func.func @matmul
+// CHECK:       scf.for {{.*}} step %c8
+// CHECK:         scf.for {{.*}} step %c6
+// CHECK:           scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<6x8xf64>)
+// CHECK-COUNT-6:     vector.fma {{.*}} : vector<8xf64>
+// CHECK-NOT:         vector.fma
+// CHECK:             scf.yield
+// CHECK-NOT:   linalg.
+func.func @matmul(%a: memref<24x8xf64>, %b: memref<8x32xf64>) -> memref<24x32xf64> {
+  %c = memref.alloc() : memref<24x32xf64>
+  linalg.matmul ins(%a, %b : memref<24x8xf64>, memref<8x32xf64>) outs(%c : memref<24x32xf64>)
+  return %c : memref<24x32xf64>
+}
+
+// -----
+
+// f32: 6 rows of two vectors of 8.
+// CHECK-LABEL: func.func @matmul_f32
+// CHECK:           scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<6x16xf32>)
+func.func @matmul_f32(%a: memref<12x8xf32>, %b: memref<8x32xf32>) -> memref<12x32xf32> {
+  %c = memref.alloc() : memref<12x32xf32>
+  linalg.matmul ins(%a, %b : memref<12x8xf32>, memref<8x32xf32>) outs(%c : memref<12x32xf32>)
+  return %c : memref<12x32xf32>
+}
+
+// -----
+
+// A generic shaped like a contraction (squared distances) over 32 rows,
+// which 6 does not divide: tiles of 4 rows, none left to a scalar loop.
+// CHECK-LABEL: func.func @distances
+// CHECK:           scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<4x8xf64>)
+// CHECK:             arith.subf %{{.*}} : vector<4x8xf64>
+// CHECK-NOT:   vector<8x8xf64>
+#dp = affine_map<(i, j, l) -> (i, l)>
+#dc = affine_map<(i, j, l) -> (j, l)>
+#dout = affine_map<(i, j, l) -> (i, j)>
+func.func @distances(%p: memref<32x8xf64>, %c: memref<32x8xf64>) -> memref<32x32xf64> {
+  %o = memref.alloc() : memref<32x32xf64>
+  linalg.generic {indexing_maps = [#dp, #dc, #dout], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%p, %c : memref<32x8xf64>, memref<32x8xf64>) outs(%o : memref<32x32xf64>) {
+  ^bb0(%pv: f64, %cv: f64, %acc: f64):
+    %d = arith.subf %cv, %pv : f64
+    %sq = arith.mulf %d, %d : f64
+    %s = arith.addf %acc, %sq : f64
+    linalg.yield %s : f64
+  }
+  return %o : memref<32x32xf64>
+}
+
+// -----
+
+// A contraction larger than a cache block runs in blocks of 16 register
+// tiles of rows (96) and 256 reduction steps, the row blocks outermost:
+// the block of A (96 x 256) stays in L2 and the strip of B a register tile
+// reads (256 x 8) in L1. Each output element adds its terms in the same
+// order (its tile is stored after a block of steps and loaded by the next).
+// CHECK-LABEL: func.func @blocked
+// CHECK:       scf.for %[[I:.*]] = %c0 to %c384 step %c96
+// CHECK:         scf.for %[[K:.*]] = %c0 to %c1024 step %c256
+// CHECK:           scf.for {{.*}} step %c8
+// CHECK:             scf.for {{.*}} step %c6
+// CHECK:               scf.for {{.*}} = %c0 to %c256 step %c1 iter_args(%{{.*}} = %{{.*}}) -> (vector<6x8xf64>)
+func.func @blocked(%a: memref<384x1024xf64>, %b: memref<1024x64xf64>) -> memref<384x64xf64> {
+  %c = memref.alloc() : memref<384x64xf64>
+  linalg.matmul ins(%a, %b : memref<384x1024xf64>, memref<1024x64xf64>) outs(%c : memref<384x64xf64>)
+  return %c : memref<384x64xf64>
+}
+
+// -----
+
+// Dynamic sizes: blocked too (the last blocks smaller), register tiles of
+// whole rows in each block, the rest of a block's rows and columns peeled.
+// CHECK-LABEL: func.func @blocked_dynamic
+// CHECK:       scf.for {{.*}} step %c96
+// CHECK:         scf.for {{.*}} step %c256
+// CHECK:           %[[ROWS:.*]] = affine.min
+// CHECK:           %[[STEPS:.*]] = affine.min
+// CHECK:             scf.for {{.*}} step %c8
+// CHECK:               scf.for {{.*}} step %c6
+// CHECK:                 scf.for {{.*}} = %c0 to %[[STEPS]] step %c1 iter_args(%{{.*}} = %{{.*}}) -> (vector<6x8xf64>)
+// CHECK:               scf.for {{.*}} to %[[ROWS]] step %c6
+func.func @blocked_dynamic(%a: memref<?x?xf64>, %b: memref<?x?xf64>) -> memref<?x?xf64> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = memref.dim %a, %c0 : memref<?x?xf64>
+  %n = memref.dim %b, %c1 : memref<?x?xf64>
+  %c = memref.alloc(%m, %n) : memref<?x?xf64>
+  linalg.matmul ins(%a, %b : memref<?x?xf64>, memref<?x?xf64>) outs(%c : memref<?x?xf64>)
+  return %c : memref<?x?xf64>
+}
+
+// -----
+
+// Small contractions (the MLP's 64 x 256 layers) are not blocked.
+// CHECK-LABEL: func.func @small
+// CHECK-NOT:   step %c96
+// CHECK-NOT:   step %c256
+// CHECK:       vector<6x8xf64>
+func.func @small(%a: memref<64x256xf64>, %b: memref<256x256xf64>) -> memref<64x256xf64> {
+  %c = memref.alloc() : memref<64x256xf64>
+  linalg.matmul ins(%a, %b : memref<64x256xf64>, memref<256x256xf64>) outs(%c : memref<64x256xf64>)
+  return %c : memref<64x256xf64>
+}
