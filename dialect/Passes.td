@@ -418,16 +418,20 @@ def ADVectorizePass : Pass<"ad-vectorize", "::mlir::func::FuncOp"> {
     Tiles every linalg op on buffers (after bufferization) with upstream
     `scf::tileUsingSCF` and vectorizes the tiles with `linalg::vectorize`.
     A contraction with one m and one n dimension (matmul, the adjoints of
-    matmul and matvec, batch_matmul) is tiled into 8 x 2-vector output
-    tiles with its reduction dimensions innermost and tile size 1, so each
-    reduction step is one outer product and the output tile stays in
-    registers across the reduction loop; the wide tile loop runs outside
-    the narrow one, so the wide operand's strip stays in cache. A
+    matmul and matvec, batch_matmul) is tiled into output tiles of 2
+    vectors by 8 rows (512-bit vectors: 32 registers) or 6 rows (narrower
+    vectors: 16 registers) with its reduction dimensions innermost and tile
+    size 1, so each reduction step is one outer product and the output tile
+    stays in registers across the reduction loop; the wide tile loop runs
+    outside the narrow one, so the wide operand's strip stays in cache. A
+    contraction with one reduction dimension larger than a cache block runs
+    in blocks of 16 register tiles of rows by 256 reduction steps, row
+    blocks outermost (each output element still adds its terms in order). A
     convolution is tiled the same way: an input map's result may be a sum
     of loops (`oh + kh`, a window read), the wide loop is the output's
     innermost loop that no sum uses (output channels), the narrow one
-    another output loop (its tile a divisor of the width between 4 and 8
-    when there is one), and window loops of size 1 are dropped from the
+    another output loop (its tile a divisor of the width between 4 and the
+    register rows when there is one), and window loops of size 1 are dropped from the
     tile, and an output written through a sum (the image's adjoint) only
     when the body adds to it (the tile loops change the order of the
     terms); named convolutions (`conv_2d_nhwc_hwcf`, `conv_1d_nwc_wcf`, ...)

@@ -28,12 +28,15 @@ using namespace mlir;
 
 /// Whether `op` may fault or fail when its operands are not what the loop
 /// would have given it: a check, an op on tensors (sizes, offsets and
-/// indices are only valid where the program computes them), an op with
-/// regions holding such an op.
+/// indices are only valid where the program computes them), a loop, an op
+/// with regions holding such an op.
 static bool mayFault(Operation *op) {
-  if (isa<cf::AssertOp>(op))
+  // A loop may run for as long as its bounds say: an unsigned loop to
+  // `n - 1` taken out of a loop that runs no iteration (n = 0) ran 2^64 - 1
+  // times (review finding).
+  if (isa<cf::AssertOp, LoopLikeOpInterface>(op))
     return true;
-  // An op with regions (the run-time checks' `scf.if`s computing a
+  // Another op with regions (the run-time checks' `scf.if`s computing a
   // condition) as its nested ops and results.
   if (op->getNumRegions() != 0) {
     bool nested = false;

@@ -700,14 +700,13 @@ constexpr int64_t kBlockSteps = 256;
 /// its one reduction. Returns the op of one block (`op` when it fits).
 /// Each output element still adds its terms in the order of the reduction
 /// (a block reads the output tile its previous block wrote), so the results
-/// are the same bits. The loop over row blocks gets `parallelMarker` when its
-/// iterations write disjoint tiles; `marked` says so.
+/// are the same bits. With `parallelMarker` (tiles shared out among
+/// threads), only the reduction is blocked, and the register tiles' own
+/// outermost loop inside it is shared (one fork and join per block).
 static linalg::LinalgOp blockForCache(RewriterBase &rewriter,
                                       linalg::LinalgOp op,
                                       const TilePlan &plan,
-                                      StringAttr parallelMarker,
-                                      bool &marked) {
-  marked = false;
+                                      bool parallelMarker) {
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
   SmallVector<unsigned> reductions;
   for (auto [dim, iterator] : llvm::enumerate(iterators))
@@ -724,7 +723,11 @@ static linalg::LinalgOp blockForCache(RewriterBase &rewriter,
   };
   int64_t rows = plan.sizes[narrow] * kBlockRows;
   SmallVector<int64_t> sizes(op.getNumLoops(), 0);
-  if (largerThan(narrow, rows))
+  // Not the rows of a contraction whose tiles may be shared out: the loop
+  // over row blocks would then be the one shared, with a few iterations (a
+  // batch of 64 rows: one, no threads), where the loop over tiles of the
+  // wide dimension has many.
+  if (largerThan(narrow, rows) && !parallelMarker)
     sizes[narrow] = rows;
   if (largerThan(reduction, kBlockSteps))
     sizes[reduction] = kBlockSteps;
@@ -739,17 +742,11 @@ static linalg::LinalgOp blockForCache(RewriterBase &rewriter,
   options.setTileSizes(getAsIndexOpFoldResult(rewriter.getContext(), sizes));
   options.setInterchange(order);
   rewriter.setInsertionPoint(op);
-  bool shareable = parallelMarker && sizes[narrow] != 0 &&
-                   writesDisjointSlices(op, narrow);
   FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
       rewriter, cast<TilingInterface>(op.getOperation()), options);
   if (failed(tiled) || tiled->tiledOps.size() != 1)
     return op;
   rewriter.eraseOp(op);
-  if (shareable && isa<scf::ForOp>(tiled->loops.front().getOperation())) {
-    tiled->loops.front()->setAttr(parallelMarker, rewriter.getUnitAttr());
-    marked = true;
-  }
   return cast<linalg::LinalgOp>(tiled->tiledOps.front());
 }
 
@@ -1486,11 +1483,10 @@ struct ADVectorizePass
           plan->interchange.clear();
         }
       }
-      bool marked = false;
       if (plan->contraction)
-        op = blockForCache(rewriter, op, *plan, parallelMarker, marked);
+        op = blockForCache(rewriter, op, *plan, bool(parallelMarker));
       (void)tileAndPeel(rewriter, op, *plan, marker, reductionMarker,
-                        marked ? StringAttr() : parallelMarker);
+                        parallelMarker);
     }
     applyPatterns(func, [&](RewritePatternSet &patterns) {
       MLIRContext *ctx = func.getContext();

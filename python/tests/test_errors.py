@@ -667,3 +667,44 @@ func.func @f(%x: tensor<?xf64>, %n: index) -> f64 {
     # A loop that runs with a slice out of bounds is an error of the call.
     with pytest.raises(ValueError, match="tensor.extract_slice"):
         m.f(x, 5)
+
+
+def test_inner_loop_of_a_loop_that_runs_no_iteration_does_not_run():
+    # An invariant inner loop with a scalar body left a loop of unknown trip
+    # count unguarded: with n = 0, the unsigned inner loop to n - 1 ran
+    # 2^64 - 1 times (the call never returned). Loops leave only loops that
+    # run, or into the branch taken when they do.
+    m = mlir_ad.compile("""
+func.func @f(%x: f64, %n: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f64
+  %half = arith.constant 0.5 : f64
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero) -> (f64) {
+    %nm1 = arith.subi %n, %c1 : index
+    %s = scf.for unsigned %j = %c0 to %nm1 step %c1 iter_args(%a = %x) -> (f64) {
+      %h = arith.mulf %a, %half : f64
+      %b = arith.addf %h, %x : f64
+      scf.yield %b : f64
+    }
+    %t = arith.addf %acc, %s : f64
+    scf.yield %t : f64
+  }
+  return %r : f64
+}
+""")
+
+    def reference(x, n):
+        total = 0.0
+        for _ in range(n):
+            a = x
+            for _ in range(n - 1):
+                a = a * 0.5 + x
+            total += a
+        return total
+
+    assert m.f(1.0, 3) == pytest.approx(reference(1.0, 3), rel=1e-15)
+    assert m.f(1.0, 0) == 0.0
+    assert mlir_ad.grad(m.f, wrt=0)(1.0, 0) == 0.0
+    assert mlir_ad.grad(m.f, wrt=0)(2.0, 3) == pytest.approx(
+        (reference(2.0 + 1e-6, 3) - reference(2.0 - 1e-6, 3)) / 2e-6, rel=1e-7)

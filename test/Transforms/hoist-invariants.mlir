@@ -125,3 +125,26 @@ func.func @no_guard_needed(%x: tensor<?xf64>, %y: f64, %n: index, %m: index) -> 
   }
   return %r, %w : f64, index
 }
+
+// -----
+
+// A loop inside a loop of unknown trip count does not leave it unguarded,
+// even with a scalar body: taken out of a loop that runs no iteration
+// (n = 0), an unsigned loop to n - 1 ran 2^64 - 1 times.
+// CHECK-LABEL: func @inner_loop_stays
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c1 iter_args
+// CHECK: scf.for unsigned
+func.func @inner_loop_stays(%x: f64, %n: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = arith.subi %n, %c1 : index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %x) -> (f64) {
+    %s = scf.for unsigned %j = %c0 to %m step %c1 iter_args(%t = %x) -> (f64) {
+      %u = arith.mulf %t, %x : f64
+      scf.yield %u : f64
+    }
+    %a = arith.addf %acc, %s : f64
+    scf.yield %a : f64
+  }
+  return %r : f64
+}

@@ -92,13 +92,20 @@ func.func @matmul(%a: memref<64x64xf64>, %b: memref<64x64xf64>) -> memref<64x64x
 
 // -----
 
-// A matmul of cache blocks: the loop over blocks of rows (outermost, around
-// the blocks of reduction steps) is shared out; the tile loops inside a
-// block are not marked again.
+// A large matmul whose tiles may be shared out: blocked along its reduction
+// only (a loop over blocks of rows would be the one shared, with a few
+// iterations: one for a batch of 64), the loop over tiles of columns inside
+// each block shared (one fork and join per block of 256 steps), and so is
+// its peeled remainder.
 // CHECK-LABEL: func.func @blocked_matmul(
-// CHECK: scf.for {{.*}} step %c96
-// CHECK-NOT: ad.parallel
+// CHECK-NOT: step %c96
+// CHECK: scf.for {{.*}} step %c256
+// CHECK-NEXT: affine.min
+// CHECK-NEXT: affine.apply
+// CHECK-NEXT: scf.for {{.*}} step %c8
 // CHECK: } {ad.parallel}
+// CHECK: } {ad.parallel}
+// CHECK-NEXT: }
 // CHECK-NEXT: return
 func.func @blocked_matmul(%a: memref<?x?xf64>, %b: memref<?x?xf64>) -> memref<?x?xf64> {
   %c0 = arith.constant 0 : index
