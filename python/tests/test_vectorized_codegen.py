@@ -91,7 +91,7 @@ def test_contraction_layouts(layout, m, n, k, dynamic):
     np.testing.assert_allclose(mod.f(*args), expected, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("m,n,k", [(16, 32, 8), (13, 35, 6)])
+@pytest.mark.parametrize("m,n,k", [(16, 32, 8), (13, 35, 6), (100, 40, 300)])
 def test_contraction_f32(m, n, k):
     rng = np.random.default_rng(1)
     shapes, args, expected = _operands("abt", m, n, k, rng, np.float32)
