@@ -383,7 +383,7 @@ static std::optional<TilePlan> planTiles(linalg::LinalgOp op,
       unsigned wide = innerExpr.getPosition();
       unsigned narrow = wide == dims->n.front() ? dims->m.front()
                                                 : dims->n.front();
-      plan.sizes[narrow] = clampTile(rows, ranges[narrow]);
+      plan.sizes[narrow] = narrowTile(ranges[narrow], rows);
       plan.sizes[wide] = clampTile(2 * lanes, ranges[wide]);
       for (unsigned b : dims->batch)
         plan.interchange.push_back(b);
@@ -861,6 +861,13 @@ static void tileTransposedCopy(RewriterBase &rewriter, linalg::TransposeOp copy,
                     /*parallelMarker=*/{});
 }
 
+static bool disjointRoots(Value a, Value b);
+
+/// The buffers the strips of packed contractions are copied to: one per
+/// function and buffer type, on the heap (a buffer on the stack per frame
+/// made recursive functions overflow it at a tenth of the depth).
+using StripBuffers = llvm::DenseMap<std::pair<Operation *, Type>, Value>;
+
 /// Tiles a contraction (one reduction dimension, no batch, at most
 /// kBlockSteps reduction steps: blocked first) by strips of its wide
 /// dimension, each as wide as a register tile, and gives each strip a
@@ -869,14 +876,16 @@ static void tileTransposedCopy(RewriterBase &rewriter, linalg::TransposeOp copy,
 /// power-of-two length maps every line onto one L1 set (a 1024^3 f64
 /// matmul ran at 24 GFLOP/s, 34 at 1000 or 1032). Only where the copy
 /// serves enough register tiles (32 rows or more) and steps (16 or more).
-/// The copy goes to one buffer on the function's stack (the strips run one
-/// after the other): not for an op whose loops may be shared among threads.
+/// The copy goes to the function's buffer of its type (`buffers`: the
+/// strips, and the packed ops, run one after the other), allocated when the
+/// function starts and freed where it returns: not for an op whose loops
+/// may be shared among threads, nor one that may write the input it packs.
 /// Tiles and peels the strips' ops with `plan`; returns false (nothing
 /// changed) when it does not apply.
 static bool packWideStrips(RewriterBase &rewriter, linalg::LinalgOp op,
                            const TilePlan &plan, unsigned vectorBits,
                            StringAttr marker, StringAttr reductionMarker,
-                           StringAttr parallelMarker) {
+                           StringAttr parallelMarker, StripBuffers &buffers) {
   if (plan.numBatch != 0 || op.getNumDpsInits() != 1 ||
       op.getNumLoops() != 3)
     return false;
@@ -913,9 +922,15 @@ static bool packWideStrips(RewriterBase &rewriter, linalg::LinalgOp op,
   auto inputType = cast<MemRefType>(op->getOperand(*wideInput).getType());
   if (!inputType.getElementType().isIntOrFloat())
     return false;
-  // One buffer for the function, on its stack: not where threads could
-  // share it (a loop of this op that ad-parallelize shares out, or a
-  // parallel region of the user's around it).
+  // A copy taken before the op writes its output would read stale values
+  // where the output is the input (memrefs of the user's that may alias).
+  Value output = op.getDpsInitOperand(0)->get();
+  if (!disjointRoots(rootBuffer(op->getOperand(*wideInput)),
+                     rootBuffer(output)))
+    return false;
+  // One buffer for the function: not where threads could share it (a loop
+  // of this op that ad-parallelize shares out, or a parallel region of the
+  // user's around it).
   if (parallelMarker && writesDisjointSlices(op, wide))
     return false;
   auto function = op->getParentOfType<func::FuncOp>();
@@ -946,7 +961,6 @@ static bool packWideStrips(RewriterBase &rewriter, linalg::LinalgOp op,
   // The whole strip's op (in `strips`) reads a copy; a partial strip
   // (narrower than a tile) reads the input where it is.
   SmallVector<linalg::LinalgOp> tiles;
-  Value buffer;
   for (scf::ForOp loop : {strips, partial}) {
     if (!loop)
       continue;
@@ -964,11 +978,17 @@ static bool packWideStrips(RewriterBase &rewriter, linalg::LinalgOp op,
     }
     Location loc = tile.getLoc();
     Value source = tile->getOperand(*wideInput);
+    auto bufferType =
+        MemRefType::get({kBlockSteps, width}, inputType.getElementType());
+    Value &buffer = buffers[{function.getOperation(), bufferType}];
     if (!buffer) {
       rewriter.setInsertionPointToStart(&function.getBody().front());
-      auto bufferType = MemRefType::get({kBlockSteps, width},
-                                        inputType.getElementType());
-      buffer = memref::AllocaOp::create(rewriter, loc, bufferType);
+      buffer = memref::AllocOp::create(rewriter, loc, bufferType,
+                                       rewriter.getI64IntegerAttr(64));
+      function.walk([&](func::ReturnOp ret) {
+        rewriter.setInsertionPoint(ret);
+        memref::DeallocOp::create(rewriter, loc, buffer);
+      });
     }
     rewriter.setInsertionPoint(tile);
     Value steps = memref::DimOp::create(rewriter, loc, source, 0);
@@ -1581,6 +1601,7 @@ struct ADVectorizePass
         rewriter.getStringAttr("__ad_vectorize_reduction__");
     StringAttr parallelMarker =
         markParallel ? rewriter.getStringAttr("ad.parallel") : StringAttr();
+    StripBuffers stripBuffers;
     for (linalg::LinalgOp op : ops) {
       std::optional<TilePlan> plan = planTiles(op, bits);
       if (!plan || (plan->contraction && !contractions) ||
@@ -1613,7 +1634,7 @@ struct ADVectorizePass
       if (plan->contraction) {
         op = blockForCache(rewriter, op, *plan, bool(parallelMarker));
         if (packWideStrips(rewriter, op, *plan, bits, marker,
-                           reductionMarker, parallelMarker))
+                           reductionMarker, parallelMarker, stripBuffers))
           continue;
       }
       (void)tileAndPeel(rewriter, op, *plan, marker, reductionMarker,

@@ -742,3 +742,40 @@ def test_gradient_through_shifts(rng, n, steps):
     (g,) = mlir_ad.grad(m.chain, wrt=[0])(x, steps)
     (want,) = numerical_grad(ref, [x, steps], [0])
     np.testing.assert_allclose(g, want, rtol=1e-6, atol=1e-9)
+
+
+def test_packed_contractions_in_a_deep_recursion():
+    # Contractions with enough rows copy their wide input's strips to a
+    # buffer first. A buffer on the stack per packed op and frame made this
+    # recursion overflow the stack at a depth of about 490 (review finding);
+    # the function's one buffer is on the heap.
+    src = """
+func.func private @rec(%x: tensor<40x?xf64>, %w: tensor<?x?xf64>, %n: index) -> tensor<40x?xf64> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %leaf = arith.cmpi eq, %n, %c0 : index
+  %r = scf.if %leaf -> tensor<40x?xf64> {
+    scf.yield %x : tensor<40x?xf64>
+  } else {
+    %m = arith.subi %n, %c1 : index
+    %y = linalg.matmul ins(%x, %w : tensor<40x?xf64>, tensor<?x?xf64>) outs(%x : tensor<40x?xf64>) -> tensor<40x?xf64>
+    %s = func.call @rec(%y, %w, %m) : (tensor<40x?xf64>, tensor<?x?xf64>, index) -> tensor<40x?xf64>
+    scf.yield %s : tensor<40x?xf64>
+  }
+  return %r : tensor<40x?xf64>
+}
+func.func @f(%x: tensor<40x?xf64>, %w: tensor<?x?xf64>, %n: index) -> tensor<40x?xf64> {
+  %r = func.call @rec(%x, %w, %n) : (tensor<40x?xf64>, tensor<?x?xf64>, index) -> tensor<40x?xf64>
+  return %r : tensor<40x?xf64>
+}
+"""
+    m = mlir_ad.compile(src)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((40, 16)) * 0.01
+    w = rng.standard_normal((16, 16)) * 0.001
+    depth = 3000
+    expected = x.copy()
+    for _ in range(depth):
+        expected = expected + expected @ w
+    np.testing.assert_allclose(m.f(x, w, depth), expected, rtol=1e-12,
+                               atol=1e-15)
