@@ -428,10 +428,11 @@ def ADVectorizePass : Pass<"ad-vectorize", "::mlir::func::FuncOp"> {
     in blocks of 16 register tiles of rows by 256 reduction steps, row
     blocks outermost (each output element still adds its terms in order),
     and the strip of its wide input one column of register tiles reads is
-    copied to a stack buffer first (contiguous: read in place at the stride
-    of a power-of-two row length, its lines fell in one L1 set), when the
-    copy serves 32 rows or more and the op's loops are not shared among
-    threads. A
+    copied to a buffer first (one per function and type, on the heap;
+    contiguous: read in place at the stride of a power-of-two row length,
+    its lines fell in one L1 set), when the copy serves 32 rows or more,
+    the op's loops are not shared among threads and its output cannot be
+    that input. A
     convolution is tiled the same way: an input map's result may be a sum
     of loops (`oh + kh`, a window read), the wide loop is the output's
     innermost loop that no sum uses (output channels), the narrow one
