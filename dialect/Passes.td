@@ -298,13 +298,15 @@ def ADHoistInvariantsPass : Pass<"ad-hoist-invariants"> {
   let description = [{
     Upstream `loop-invariant-code-motion`, except for ops that may fault
     when their operands are not what the loop computes them from (run-time
-    checks `cf.assert`, ops on tensors, ops with regions): those leave a
+    checks `cf.assert`, ops on tensors other than the size of an existing
+    dimension, loops, ops with regions holding such ops): those leave a
     loop only when it runs whenever it is entered (an `scf.for` with
     constant bounds lb < ub, the condition region of an `scf.while`), or
     into an `scf.if (lb < ub)` the pass wraps around an `scf.for` whose
-    trip count is not known (its inits as results otherwise; the guard is
-    removed when nothing needed it). Checks leave with the ops they guard,
-    in order. Upstream hoisted a slice of `n - 1` elements out of a loop of
+    trip count is not known (its inits as results otherwise), made only
+    when something computing a tensor would leave (a dry run decides:
+    checks, views and sizes alone are not worth a taped branch and copies).
+    Checks leave with the ops they guard, in order. Upstream hoisted a slice of `n - 1` elements out of a loop of
     `n` iterations for n = 0 (a slice of -1 elements corrupted the heap),
     and moved checked ops above their checks.
   }];
