@@ -700,7 +700,8 @@ constexpr int64_t kBlockSteps = 256;
 /// its one reduction. Returns the op of one block (`op` when it fits).
 /// Each output element still adds its terms in the order of the reduction
 /// (a block reads the output tile its previous block wrote), so the results
-/// are the same bits. With `parallelMarker` (tiles shared out among
+/// are the same bits (null: the blocks' ops are not one op, left to the
+/// scalar lowering). With `parallelMarker` (tiles shared out among
 /// threads), only the reduction is blocked, and the register tiles' own
 /// outermost loop inside it is shared (one fork and join per block).
 static linalg::LinalgOp blockForCache(RewriterBase &rewriter,
@@ -744,9 +745,12 @@ static linalg::LinalgOp blockForCache(RewriterBase &rewriter,
   rewriter.setInsertionPoint(op);
   FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
       rewriter, cast<TilingInterface>(op.getOperation()), options);
-  if (failed(tiled) || tiled->tiledOps.size() != 1)
+  if (failed(tiled))
     return op;
+  // The loops compute the op now (left in place, it would run twice).
   rewriter.eraseOp(op);
+  if (tiled->tiledOps.size() != 1)
+    return nullptr;
   return cast<linalg::LinalgOp>(tiled->tiledOps.front());
 }
 
@@ -785,9 +789,12 @@ static FailureOr<linalg::LinalgOp> tileAndPeel(RewriterBase &rewriter,
   FailureOr<scf::SCFTilingResult> tiled =
       scf::tileUsingSCF(rewriter, cast<TilingInterface>(op.getOperation()),
                         options);
-  if (failed(tiled) || tiled->tiledOps.size() != 1)
+  if (failed(tiled))
     return failure();
+  // The loops compute the op now (left in place, it would run twice).
   rewriter.eraseOp(op);
+  if (tiled->tiledOps.size() != 1)
+    return failure();
   // The tile has the op's loops and body.
   auto tile = cast<linalg::LinalgOp>(tiled->tiledOps.front());
   // Peeling clones the tile into the remainder loops: all copies are marked
@@ -948,10 +955,14 @@ static bool packWideStrips(RewriterBase &rewriter, linalg::LinalgOp op,
   rewriter.setInsertionPoint(op);
   FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
       rewriter, cast<TilingInterface>(op.getOperation()), options);
-  if (failed(tiled) || tiled->tiledOps.size() != 1 ||
-      tiled->loops.size() != 1)
+  if (failed(tiled))
     return false;
+  // The loops compute the op now (left in place, it would run twice); in
+  // a form other than one loop around one op they stay scalar.
   rewriter.eraseOp(op);
+  if (tiled->tiledOps.size() != 1 || tiled->loops.size() != 1 ||
+      !isa<scf::ForOp>(tiled->loops.front().getOperation()))
+    return true;
   auto strips = cast<scf::ForOp>(tiled->loops.front().getOperation());
   auto strip = cast<linalg::LinalgOp>(tiled->tiledOps.front());
   strip->setAttr("__ad_vectorize_strip__", rewriter.getUnitAttr());
@@ -1633,6 +1644,8 @@ struct ADVectorizePass
       }
       if (plan->contraction) {
         op = blockForCache(rewriter, op, *plan, bool(parallelMarker));
+        if (!op)
+          continue;
         if (packWideStrips(rewriter, op, *plan, bits, marker,
                            reductionMarker, parallelMarker, stripBuffers))
           continue;
