@@ -686,6 +686,26 @@ static void splitRemainder(RewriterBase &rewriter, linalg::LinalgOp remainder,
   }
 }
 
+/// Tiles `op` into scf.for loops (`sizes` per loop, 0: no loop; the loops
+/// in the order `interchange`, when given) and erases it: the loops compute
+/// it now (left in place, it would run twice, accumulating into its output
+/// twice). Fails, changing nothing, when upstream tiling does.
+static FailureOr<scf::SCFTilingResult>
+tileInLoops(RewriterBase &rewriter, linalg::LinalgOp op,
+            ArrayRef<int64_t> sizes, ArrayRef<int64_t> interchange = {}) {
+  scf::SCFTilingOptions options;
+  options.setLoopType(scf::SCFTilingOptions::LoopType::ForOp);
+  options.setTileSizes(getAsIndexOpFoldResult(rewriter.getContext(), sizes));
+  if (!interchange.empty())
+    options.setInterchange(interchange);
+  rewriter.setInsertionPoint(op);
+  FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
+      rewriter, cast<TilingInterface>(op.getOperation()), options);
+  if (succeeded(tiled))
+    rewriter.eraseOp(op);
+  return tiled;
+}
+
 /// Cache blocks of a contraction tiled into registers: the rows of its
 /// narrow dimension a block runs (`kBlockRows` register tiles) and the steps
 /// of its reduction, so that the block of the narrow input (96 x 256 f64,
@@ -738,17 +758,10 @@ static linalg::LinalgOp blockForCache(RewriterBase &rewriter,
   for (unsigned dim = 0; dim < op.getNumLoops(); ++dim)
     if (dim != narrow && dim != reduction)
       order.push_back(dim);
-  scf::SCFTilingOptions options;
-  options.setLoopType(scf::SCFTilingOptions::LoopType::ForOp);
-  options.setTileSizes(getAsIndexOpFoldResult(rewriter.getContext(), sizes));
-  options.setInterchange(order);
-  rewriter.setInsertionPoint(op);
-  FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
-      rewriter, cast<TilingInterface>(op.getOperation()), options);
+  FailureOr<scf::SCFTilingResult> tiled =
+      tileInLoops(rewriter, op, sizes, order);
   if (failed(tiled))
     return op;
-  // The loops compute the op now (left in place, it would run twice).
-  rewriter.eraseOp(op);
   if (tiled->tiledOps.size() != 1)
     return nullptr;
   return cast<linalg::LinalgOp>(tiled->tiledOps.front());
@@ -764,11 +777,6 @@ static FailureOr<linalg::LinalgOp> tileAndPeel(RewriterBase &rewriter,
                                                StringAttr marker,
                                                StringAttr reductionMarker,
                                                StringAttr parallelMarker) {
-  scf::SCFTilingOptions options;
-  options.setLoopType(scf::SCFTilingOptions::LoopType::ForOp);
-  SmallVector<OpFoldResult> sizes =
-      getAsIndexOpFoldResult(rewriter.getContext(), plan.sizes);
-  options.setTileSizes(sizes);
   // The tile loops: a contraction's in the order (batch, wide, narrow,
   // reduction), so that the strip of the wide operand a wide tile reads
   // stays in cache while the narrow tiles run over it (a 1024 x 16 f64
@@ -779,21 +787,14 @@ static FailureOr<linalg::LinalgOp> tileAndPeel(RewriterBase &rewriter,
     order = llvm::to_vector(llvm::seq<int64_t>(0, op.getNumLoops()));
   if (plan.contraction && order.size() >= plan.numBatch + 2)
     std::swap(order[plan.numBatch], order[plan.numBatch + 1]);
-  options.setInterchange(order);
   // Only dimensions with a tile size have a loop.
   auto outermost =
       llvm::find_if(order, [&](int64_t dim) { return plan.sizes[dim] != 0; });
   bool shareable = parallelMarker && outermost != order.end() &&
                    writesDisjointSlices(op, *outermost);
-  rewriter.setInsertionPoint(op);
   FailureOr<scf::SCFTilingResult> tiled =
-      scf::tileUsingSCF(rewriter, cast<TilingInterface>(op.getOperation()),
-                        options);
-  if (failed(tiled))
-    return failure();
-  // The loops compute the op now (left in place, it would run twice).
-  rewriter.eraseOp(op);
-  if (tiled->tiledOps.size() != 1)
+      tileInLoops(rewriter, op, plan.sizes, order);
+  if (failed(tiled) || tiled->tiledOps.size() != 1)
     return failure();
   // The tile has the op's loops and body.
   auto tile = cast<linalg::LinalgOp>(tiled->tiledOps.front());
@@ -947,19 +948,12 @@ static bool packWideStrips(RewriterBase &rewriter, linalg::LinalgOp op,
       return false;
 
   // Strips of the wide dimension.
-  scf::SCFTilingOptions options;
-  options.setLoopType(scf::SCFTilingOptions::LoopType::ForOp);
   SmallVector<int64_t> sizes(3, 0);
   sizes[wide] = width;
-  options.setTileSizes(getAsIndexOpFoldResult(rewriter.getContext(), sizes));
-  rewriter.setInsertionPoint(op);
-  FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
-      rewriter, cast<TilingInterface>(op.getOperation()), options);
+  FailureOr<scf::SCFTilingResult> tiled = tileInLoops(rewriter, op, sizes);
   if (failed(tiled))
     return false;
-  // The loops compute the op now (left in place, it would run twice); in
-  // a form other than one loop around one op they stay scalar.
-  rewriter.eraseOp(op);
+  // In a form other than one loop around one op, the loops stay scalar.
   if (tiled->tiledOps.size() != 1 || tiled->loops.size() != 1 ||
       !isa<scf::ForOp>(tiled->loops.front().getOperation()))
     return true;
