@@ -52,6 +52,7 @@ Value rsqrt(Ctx &c, unsigned) {
 Value cbrt(Ctx &c, unsigned) {
   return c.b.div(c.cotangent, c.b.mul(c.b.square(c.y()), 3.0));
 }
+// sin and cos in forward mode (SinCosRule below is their reverse rule).
 Value sin(Ctx &c, unsigned) {
   return c.b.mul(c.cotangent, c.b.create<math::CosOp>(c.x()));
 }
@@ -150,6 +151,57 @@ Value fma(Ctx &c, unsigned index) {
   return c.b.mul(c.cotangent, c.x(1 - index));
 }
 
+/// The reverse rule of sin (`Companion` cos) and of cos (`Companion` sin,
+/// `Negate`d): the derivative of each is the other. For a scalar operand
+/// the forward function computes the companion right after the op and
+/// keeps it for the pullback in place of the operand, so that LLVM computes
+/// both with one sincos call and the pullback calls neither (the pullback
+/// of a recursion evaluated cos(x) again per invocation after the forward's
+/// sin(x), which cost as much as the rest of its work). A tensor operand
+/// is kept as it is and the pullback computes the companion (keeping both
+/// would double the tape, and libmvec has no sincos variant we call).
+template <typename OpT, typename Companion, bool Negate>
+struct SinCosRule
+    : ReverseRuleOpInterface::ExternalModel<SinCosRule<OpT, Companion, Negate>,
+                                            OpT> {
+  static bool keepsCompanion(Operation *op) {
+    return isa<FloatType>(op->getOperand(0).getType());
+  }
+  static Value createCompanion(OpBuilder &b, Operation *op, Value x) {
+    // The same fast-math flags as the op.
+    OperationState state(op->getLoc(), Companion::getOperationName(), {x},
+                         {x.getType()}, op->getAttrs());
+    return b.create(state)->getResult(0);
+  }
+  LogicalResult emitForward(Operation *op, ForwardEmitter &emitter) const {
+    if (failed(emitter.cloneOp(op)))
+      return failure();
+    if (keepsCompanion(op))
+      emitter.setResiduals(op, createCompanion(emitter.getBuilder(), op,
+                                               emitter.lookup(op->getOperand(0))));
+    return success();
+  }
+  LogicalResult emitReverse(Operation *op, ReverseEmitter &emitter) const {
+    Value x = op->getOperand(0);
+    if (!emitter.isActive(x))
+      return success();
+    RuleBuilder b(emitter.getBuilder(), op->getLoc());
+    // No residual in the body of a linalg op (whose emitter differentiates
+    // the scalar ops of the body without a forward sweep).
+    SmallVector<Value> residuals;
+    if (keepsCompanion(op))
+      residuals = emitter.getResiduals(op);
+    Value derivative =
+        residuals.empty()
+            ? createCompanion(b.getBuilder(), op, emitter.getPrimal(x))
+            : residuals.front();
+    Value contribution =
+        b.mul(emitter.getCotangent(op->getResult(0)), derivative);
+    emitter.addCotangent(x, Negate ? b.neg(contribution) : contribution);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::ad::registerMathReverseRules(DialectRegistry &registry) {
@@ -164,8 +216,12 @@ void mlir::ad::registerMathReverseRules(DialectRegistry &registry) {
     attachElementwiseRule<math::SqrtOp, sqrt>(context);
     attachElementwiseRule<math::RsqrtOp, rsqrt>(context);
     attachElementwiseRule<math::CbrtOp, cbrt>(context);
-    attachElementwiseRule<math::SinOp, sin>(context);
-    attachElementwiseRule<math::CosOp, cos>(context);
+    math::SinOp::attachInterface<SinCosRule<math::SinOp, math::CosOp, false>,
+                                 ElementwiseTangentRule<math::SinOp, sin>>(
+        *context);
+    math::CosOp::attachInterface<SinCosRule<math::CosOp, math::SinOp, true>,
+                                 ElementwiseTangentRule<math::CosOp, cos>>(
+        *context);
     attachElementwiseRule<math::TanOp, tan>(context);
     attachElementwiseRule<math::AsinOp, asin>(context);
     attachElementwiseRule<math::AcosOp, acos>(context);

@@ -2,8 +2,10 @@
 
 // scf.for: the forward loop stores, per iteration, the values its adjoint
 // reads into buffers allocated once with the trip count; the loop-invariant
-// cos(x) is taped once. The reverse loop counts down over the same
-// iterations, carrying the cotangent of the iter_arg and of x.
+// cos(x) is taped once. The derivative of sin(m), cos(m), is computed next
+// to it (LLVM makes one sincos call of the two) and stored in place of m.
+// The reverse loop counts down over the same iterations, carrying the
+// cotangent of the iter_arg and of x.
 // CHECK-LABEL: func.func private @loop_ad_fwd_0
 // CHECK-SAME: -> (f64, index, memref<?xf64>, f64, memref<?xf64>, f64)
 // CHECK: %[[COS:.*]] = math.cos
@@ -15,8 +17,9 @@
 // CHECK: %[[IT:.*]] = arith.divui
 // CHECK: memref.store %[[ACC]], %[[S]][%[[IT]]]
 // CHECK: %[[MUL:.*]] = arith.mulf %[[ACC]], %[[COS]]
-// CHECK: memref.store %[[MUL]], %[[M]][%[[IT]]]
 // CHECK: math.sin %[[MUL]]
+// CHECK: %[[DSIN:.*]] = math.cos %[[MUL]]
+// CHECK: memref.store %[[DSIN]], %[[M]][%[[IT]]]
 // CHECK: return %{{.*}}, %[[TRIPS]], %[[M]], %[[COS]], %[[S]], %{{.*}} :
 // CHECK-LABEL: func.func private @loop_ad_pb_0
 // CHECK-SAME: (%[[T:.*]]: index, %[[MB:.*]]: memref<?xf64>, %[[C:.*]]: f64, %[[SB:.*]]: memref<?xf64>, %{{.*}}: f64, %[[DY:.*]]: f64)
@@ -47,25 +50,27 @@ func.func @caller(%x: f64, %n: index) -> f64 {
 // -----
 
 // scf.if: the forward if also yields the values its branches compute that
-// the adjoint reads (sin(x) from the then branch; zero from the else
-// branch, which the replayed condition never reads), and nothing else; the
-// reverse if replays the condition and yields the cotangents of the outer
-// values.
+// the adjoint reads (sin(x) and the derivative of sin, cos(x), from the
+// then branch; zeros from the else branch, which the replayed condition
+// never reads), and nothing else; the reverse if replays the condition and
+// yields the cotangents of the outer values.
 // CHECK-LABEL: func.func private @branch_ad_fwd_0_1
 // CHECK: %[[C:.*]] = arith.cmpf ogt
-// CHECK: %[[IF:.*]]:2 = scf.if %[[C]] -> (f64, f64) {
+// CHECK: %[[IF:.*]]:3 = scf.if %[[C]] -> (f64, f64, f64) {
 // CHECK: %[[SIN:.*]] = math.sin
+// CHECK: %[[DSIN:.*]] = math.cos
 // CHECK: %[[P:.*]] = arith.mulf %[[SIN]]
-// CHECK: scf.yield %[[P]], %[[SIN]] : f64, f64
+// CHECK: scf.yield %[[P]], %[[SIN]], %[[DSIN]] : f64, f64, f64
 // CHECK: } else {
 // CHECK: %[[D:.*]] = arith.subf
 // CHECK: %[[ZERO:.*]] = arith.constant 0.0
-// CHECK: scf.yield %[[D]], %[[ZERO]] : f64, f64
-// CHECK: return %[[IF]]#0, %[[C]], %{{.*}}, %[[IF]]#1,
+// CHECK: %[[ZERO2:.*]] = arith.constant 0.0
+// CHECK: scf.yield %[[D]], %[[ZERO]], %[[ZERO2]] : f64, f64, f64
+// CHECK: return %[[IF]]#0, %[[C]], %{{.*}}, %[[IF]]#1, %[[IF]]#2 :
 // CHECK-LABEL: func.func private @branch_ad_pb_0_1
 // CHECK-SAME: (%[[COND:.*]]: i1,
 // CHECK: %[[R:.*]]:2 = scf.if %[[COND]] -> (f64, f64) {
-// CHECK: math.cos
+// CHECK-NOT: math.cos
 // CHECK: } else {
 // CHECK: }
 // CHECK: return %[[R]]#0, %[[R]]#1 : f64, f64
