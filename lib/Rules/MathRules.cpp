@@ -153,8 +153,9 @@ Value fma(Ctx &c, unsigned index) {
 
 /// The reverse rule of sin (`Companion` cos) and of cos (`Companion` sin,
 /// `Negate`d): the derivative of each is the other. For a scalar operand
-/// the forward function computes the companion right after the op and
-/// keeps it for the pullback in place of the operand, so that LLVM computes
+/// defined below the entry block (in a loop, a branch, a recursion's
+/// invocation) the forward function computes the companion next to the op
+/// and keeps it for the pullback in place of the operand, so that LLVM computes
 /// both with one sincos call and the pullback calls neither (the pullback
 /// of a recursion evaluated cos(x) again per invocation after the forward's
 /// sin(x), which cost as much as the rest of its work). A tensor operand
@@ -168,7 +169,7 @@ struct SinCosRule
     return isa<FloatType>(op->getOperand(0).getType());
   }
   static Value createCompanion(OpBuilder &b, Operation *op, Value x) {
-    // The same fast-math flags as the op.
+    // The same attributes as the op (its fast-math flags).
     OperationState state(op->getLoc(), Companion::getOperationName(), {x},
                          {x.getType()}, op->getAttrs());
     return b.create(state)->getResult(0);
@@ -176,9 +177,28 @@ struct SinCosRule
   LogicalResult emitForward(Operation *op, ForwardEmitter &emitter) const {
     if (failed(emitter.cloneOp(op)))
       return failure();
-    if (keepsCompanion(op))
-      emitter.setResiduals(op, createCompanion(emitter.getBuilder(), op,
-                                               emitter.lookup(op->getOperand(0))));
+    if (!keepsCompanion(op))
+      return success();
+    // An operand of the function's entry block is kept once (a caller keeps
+    // the callee's argument as the call's operand; an invariant stays out
+    // of loops): the pullback computes the companion from it, as for a
+    // tensor. Elsewhere the companion is computed in the operand's block,
+    // so that it is kept exactly where the operand would have been (once
+    // per iteration of the loop defining it, not of a loop around the op).
+    OpBuilder &b = emitter.getBuilder();
+    Value x = emitter.lookup(op->getOperand(0));
+    Block *home = x.getParentBlock();
+    Operation *function = b.getInsertionBlock()->getParentOp();
+    while (function && !isa<FunctionOpInterface>(function))
+      function = function->getParentOp();
+    if (!function || home == &function->getRegion(0).front())
+      return success();
+    OpBuilder at(b.getContext());
+    if (home == b.getInsertionBlock())
+      at.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
+    else
+      at.setInsertionPointAfterValue(x);
+    emitter.setResiduals(op, createCompanion(at, op, x));
     return success();
   }
   LogicalResult emitReverse(Operation *op, ReverseEmitter &emitter) const {
