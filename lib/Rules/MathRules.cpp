@@ -154,9 +154,9 @@ Value fma(Ctx &c, unsigned index) {
 /// The reverse rule of sin (`Companion` cos) and of cos (`Companion` sin,
 /// `Negate`d): the derivative of each is the other. For a scalar operand
 /// defined below the entry block (in a loop, a branch, a recursion's
-/// invocation) the forward function computes the companion next to the op
-/// and keeps it for the pullback in place of the operand, so that LLVM computes
-/// both with one sincos call and the pullback calls neither (the pullback
+/// invocation) the forward function computes the companion next to the
+/// operand and keeps it for the pullback in place of the operand, so that
+/// LLVM computes both with one sincos call and the pullback calls neither (the pullback
 /// of a recursion evaluated cos(x) again per invocation after the forward's
 /// sin(x), which cost as much as the rest of its work). A tensor operand
 /// is kept as it is and the pullback computes the companion (keeping both
@@ -182,22 +182,15 @@ struct SinCosRule
     // An operand of the function's entry block is kept once (a caller keeps
     // the callee's argument as the call's operand; an invariant stays out
     // of loops): the pullback computes the companion from it, as for a
-    // tensor. Elsewhere the companion is computed in the operand's block,
+    // tensor. Elsewhere the companion is computed right after the operand,
     // so that it is kept exactly where the operand would have been (once
     // per iteration of the loop defining it, not of a loop around the op).
-    OpBuilder &b = emitter.getBuilder();
+    // Generated functions have a single block.
     Value x = emitter.lookup(op->getOperand(0));
-    Block *home = x.getParentBlock();
-    Operation *function = b.getInsertionBlock()->getParentOp();
-    while (function && !isa<FunctionOpInterface>(function))
-      function = function->getParentOp();
-    if (!function || home == &function->getRegion(0).front())
+    if (isa<FunctionOpInterface>(x.getParentBlock()->getParentOp()))
       return success();
-    OpBuilder at(b.getContext());
-    if (home == b.getInsertionBlock())
-      at.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
-    else
-      at.setInsertionPointAfterValue(x);
+    OpBuilder at(op->getContext());
+    at.setInsertionPointAfterValue(x);
     emitter.setResiduals(op, createCompanion(at, op, x));
     return success();
   }

@@ -547,47 +547,6 @@ func.func @until(%x: f64) -> f64 {
   return %r : f64
 }
 
-// g(n) = g(n-1) x + sin(g(n-2)) + cos(g(n-1)), g(n < 2) = x.
-func.func @rec(%x: f64, %n: index) -> f64 {
-  %c1 = arith.constant 1 : index
-  %c2 = arith.constant 2 : index
-  %small = arith.cmpi ult, %n, %c2 : index
-  %r = scf.if %small -> f64 {
-    scf.yield %x : f64
-  } else {
-    %n1 = arith.subi %n, %c1 : index
-    %n2 = arith.subi %n, %c2 : index
-    %a = func.call @rec(%x, %n1) : (f64, index) -> f64
-    %b = func.call @rec(%x, %n2) : (f64, index) -> f64
-    %ax = arith.mulf %a, %x : f64
-    %sb = math.sin %b : f64
-    %ca = math.cos %a : f64
-    %s = arith.addf %ax, %sb : f64
-    %t = arith.addf %s, %ca : f64
-    scf.yield %t : f64
-  }
-  return %r : f64
-}
-
-func.func @rec32(%x: f32, %n: index) -> f32 {
-  %c1 = arith.constant 1 : index
-  %c2 = arith.constant 2 : index
-  %small = arith.cmpi ult, %n, %c2 : index
-  %r = scf.if %small -> f32 {
-    scf.yield %x : f32
-  } else {
-    %n1 = arith.subi %n, %c1 : index
-    %n2 = arith.subi %n, %c2 : index
-    %a = func.call @rec32(%x, %n1) : (f32, index) -> f32
-    %b = func.call @rec32(%x, %n2) : (f32, index) -> f32
-    %ax = arith.mulf %a, %x : f32
-    %sb = math.sin %b : f32
-    %s = arith.addf %ax, %sb : f32
-    scf.yield %s : f32
-  }
-  return %r : f32
-}
-
 func.func @tensor(%x: tensor<5xf64>) -> f64 {
   %s = math.sin %x : tensor<5xf64>
   %c = math.cos %s : tensor<5xf64>
@@ -605,18 +564,37 @@ func.func @tensor(%x: tensor<5xf64>) -> f64 {
 }
 """
 
+# g(n) = g(n-1) x + sin(g(n-2)) + cos(g(n-1)), g(n < 2) = x, as @rec_f64
+# and @rec_f32.
+SINCOS_REC = """
+func.func @rec_T(%x: T, %n: index) -> T {
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %small = arith.cmpi ult, %n, %c2 : index
+  %r = scf.if %small -> T {
+    scf.yield %x : T
+  } else {
+    %n1 = arith.subi %n, %c1 : index
+    %n2 = arith.subi %n, %c2 : index
+    %a = func.call @rec_T(%x, %n1) : (T, index) -> T
+    %b = func.call @rec_T(%x, %n2) : (T, index) -> T
+    %ax = arith.mulf %a, %x : T
+    %sb = math.sin %b : T
+    %ca = math.cos %a : T
+    %s = arith.addf %ax, %sb : T
+    %t = arith.addf %s, %ca : T
+    scf.yield %t : T
+  }
+  return %r : T
+}
+"""
+
 
 def _rec_ref(x, n):
     if n < 2:
         return x
     a, b = _rec_ref(x, n - 1), _rec_ref(x, n - 2)
     return a * x + math.sin(b) + math.cos(a)
-
-
-def _rec32_ref(x, n):
-    if n < 2:
-        return x
-    return _rec32_ref(x, n - 1) * x + math.sin(_rec32_ref(x, n - 2))
 
 
 def _until_ref(x):
@@ -635,7 +613,8 @@ def _loop_ref(x, n):
 
 @pytest.mark.parametrize("x", [-2.1, 0.3, 1.7])
 def test_sin_and_cos_keep_their_derivatives(x):
-    m = mlir_ad.compile(SINCOS)
+    m = mlir_ad.compile(SINCOS + SINCOS_REC.replace("T", "f64")
+                        + SINCOS_REC.replace("T", "f32"))
     # Closed forms: (sin x cos x + x sin x)' = cos 2x + sin x + x cos x,
     # and its derivative -2 sin 2x + 2 cos x - x sin x.
     (g,) = mlir_ad.grad(m.both)(x)
@@ -658,17 +637,19 @@ def test_sin_and_cos_keep_their_derivatives(x):
     assert_grads_close(mlir_ad.grad(m.until)(x),
                        numerical_grad(_until_ref, [x], [0]), rtol=1e-5)
     for n in (0, 1, 2, 9):
-        assert m.rec(x, n) == pytest.approx(_rec_ref(x, n), rel=1e-12)
-        assert_grads_close(mlir_ad.grad(m.rec, wrt=[0])(x, n),
+        assert m.rec_f64(x, n) == pytest.approx(_rec_ref(x, n), rel=1e-12)
+        assert_grads_close(mlir_ad.grad(m.rec_f64, wrt=[0])(x, n),
                            numerical_grad(_rec_ref, [x, n], [0]), rtol=1e-5)
-        (h,) = mlir_ad.hvp(m.rec, (x, n), (1.0,))
-        grad = lambda y, k: mlir_ad.grad(m.rec, wrt=0)(y, k)
+        (h,) = mlir_ad.hvp(m.rec_f64, (x, n), (1.0,))
+        grad = lambda y, k: mlir_ad.grad(m.rec_f64, wrt=0)(y, k)
         assert_grads_close((h,), numerical_grad(grad, [x, n], [0]), rtol=1e-5,
                            atol=1e-6)
     for n in (0, 2, 9):
-        g32 = mlir_ad.grad(m.rec32, wrt=0)(np.float32(x / 4), n)
+        x32 = np.float32(x / 4)
+        g32 = mlir_ad.grad(m.rec_f32, wrt=0)(x32, n)
         assert g32 == pytest.approx(
-            numerical_grad(_rec32_ref, [x / 4, n], [0])[0], rel=1e-4, abs=1e-5)
+            numerical_grad(_rec_ref, [float(x32), n], [0])[0], rel=1e-4,
+            abs=1e-5)
 
     v = np.linspace(x - 1, x + 1, 5)
     (gt,) = mlir_ad.grad(m.tensor)(v)

@@ -2,8 +2,9 @@
 
 // scf.for: the forward loop stores, per iteration, the values its adjoint
 // reads into buffers allocated once with the trip count; the loop-invariant
-// cos(x) is taped once. The derivative of sin(m), cos(m), is computed next
-// to it (LLVM makes one sincos call of the two) and stored in place of m.
+// cos(x) is taped once. The derivative of sin(m), cos(m), is computed right
+// after m (LLVM makes one sincos call of it and sin(m)) and stored in place
+// of m.
 // The reverse loop counts down over the same iterations, carrying the
 // cotangent of the iter_arg and of x.
 // CHECK-LABEL: func.func private @loop_ad_fwd_0
@@ -17,9 +18,9 @@
 // CHECK: %[[IT:.*]] = arith.divui
 // CHECK: memref.store %[[ACC]], %[[S]][%[[IT]]]
 // CHECK: %[[MUL:.*]] = arith.mulf %[[ACC]], %[[COS]]
-// CHECK: math.sin %[[MUL]]
 // CHECK: %[[DSIN:.*]] = math.cos %[[MUL]]
 // CHECK: memref.store %[[DSIN]], %[[M]][%[[IT]]]
+// CHECK: math.sin %[[MUL]]
 // CHECK: return %{{.*}}, %[[TRIPS]], %[[M]], %[[COS]], %[[S]], %{{.*}} :
 // CHECK-LABEL: func.func private @loop_ad_pb_0
 // CHECK-SAME: (%[[T:.*]]: index, %[[MB:.*]]: memref<?xf64>, %[[C:.*]]: f64, %[[SB:.*]]: memref<?xf64>, %{{.*}}: f64, %[[DY:.*]]: f64)
