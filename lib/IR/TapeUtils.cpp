@@ -98,6 +98,34 @@ Value mlir::ad::growTapeIfFull(OpBuilder &b, Location loc, Value tape,
   return grow.getResult(0);
 }
 
+Value mlir::ad::rerunIfOverflowed(
+    OpBuilder &b, Location loc, Value tape, Value nextRow, Value width,
+    function_ref<void(OpBuilder &, Value)> rerun) {
+  // Rows 0 .. nextRow - 1 and the last row, which takes the rows past the
+  // end: rows fit when nextRow + 1 do.
+  Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+  Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+  Value c2 = arith::ConstantIndexOp::create(b, loc, 2);
+  Value needed = arith::MulIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, nextRow, c1), width);
+  Value capacity = memref::DimOp::create(b, loc, tape, c0);
+  Value overflowed = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt,
+                                           needed, capacity);
+  auto grow = scf::IfOp::create(b, loc, tape.getType(), overflowed,
+                                /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(grow.thenBlock());
+  Value size = arith::MaxUIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, capacity, c2), needed);
+  Value larger = memref::ReallocOp::create(
+      b, loc, cast<MemRefType>(tape.getType()), tape, size);
+  rerun(b, larger);
+  scf::YieldOp::create(b, loc, larger);
+  b.setInsertionPointToStart(grow.elseBlock());
+  scf::YieldOp::create(b, loc, tape);
+  return grow.getResult(0);
+}
+
 Value mlir::ad::lastRowFilled(OpBuilder &b, Location loc, Value nextRow) {
   return arith::SubIOp::create(b, loc, nextRow,
                                arith::ConstantIndexOp::create(b, loc, 1));

@@ -122,16 +122,34 @@ struct CallRule
         emitter.shareTapeWith(call, emitter.lookupCallee(call));
       SmallVector<Value> tape = emitter.getCarriedTapes(call);
       operands.append({tape[0], tape[1]});
-      auto forwardCall =
-          func::CallOp::create(emitter.getBuilder(), call.getLoc(),
-                               functions->recursiveForward, operands);
+      OpBuilder &b = emitter.getBuilder();
+      Location loc = call.getLoc();
+      auto forwardCall = func::CallOp::create(
+          b, loc, functions->recursiveForward, operands);
       emitter.mapResults(call, forwardCall.getResults().take_front(numResults));
-      emitter.setCarriedTapes(call,
-                              forwardCall.getResults().drop_front(numResults));
+      ValueRange filled = forwardCall.getResults().drop_front(numResults);
+      Value buffer, nextRow;
+      if (functions->restartable) {
+        // The callee passes the buffer on unchanged: the caller of the
+        // outermost restartable call runs it again on a larger one if its
+        // rows did not fit.
+        buffer = tape[0];
+        nextRow = filled[0];
+        if (!emitter.fillsRestartableRows(call))
+          buffer = rerunIfOverflowed(
+              b, loc, buffer, nextRow, emitter.getRowWidth(call),
+              [&](OpBuilder &inner, Value larger) {
+                operands[operands.size() - 2] = larger;
+                func::CallOp::create(inner, loc, functions->recursiveForward,
+                                     operands);
+              });
+      } else {
+        buffer = filled[0];
+        nextRow = filled[1];
+      }
+      emitter.setCarriedTapes(call, {buffer, nextRow});
       // The callee's pullback starts at its invocation's row.
-      emitter.setResiduals(
-          call, {lastRowFilled(emitter.getBuilder(), call.getLoc(),
-                               forwardCall.getResult(numResults + 1))});
+      emitter.setResiduals(call, {lastRowFilled(b, loc, nextRow)});
       return success();
     }
     auto forwardCall = func::CallOp::create(

@@ -153,7 +153,9 @@ struct ForRule : ReverseRuleOpInterface::ExternalModel<ForRule, scf::ForOp> {
     Value firstRow = tapes[1];
     Value width = emitter.getRowWidth(loop);
     Value freeRow = arith::AddIOp::create(b, loc, firstRow, trips);
-    Value reserved = growTapeIfFull(b, loc, tapes[0], freeRow, width);
+    Value reserved = emitter.fillsRestartableRows(loop)
+                         ? tapes[0]
+                         : growTapeIfFull(b, loc, tapes[0], freeRow, width);
 
     SmallVector<Value> inits;
     for (Value init : loop.getInitArgs())
@@ -551,7 +553,7 @@ struct WhileRule
       Value tape = target->getArgument(first + 1);
       ValueRange nestedTapes =
           target->getArguments().slice(first + 2, numNested);
-      if (isBefore)
+      if (isBefore && !emitter.fillsRestartableRows(op))
         tape = growTapeIfFull(b, loc, tape, row, width);
       Value freeRow = row;
       if (linked) {

@@ -494,8 +494,13 @@ DerivativeGenerator::generateRecursive(func::FuncOp callee,
   // generated: calls inside the recursion find them in the cache.
   SmallVector<Type> recursiveInputs(type.getInputs());
   recursiveInputs.append({tapeType, indexType});
+  // A recursion that can be run again takes the tape but returns only the
+  // next row (see DerivativeFunctions::restartable).
+  bool restartable = isRecomputableRecursion(callee);
   SmallVector<Type> recursiveResults(type.getResults());
-  recursiveResults.append({tapeType, indexType});
+  if (!restartable)
+    recursiveResults.push_back(tapeType);
+  recursiveResults.push_back(indexType);
   // Tensor gradients are threaded through the recursive pullback (see
   // DerivativeFunctions::threaded); the entry points pass the dynamically
   // shaped arguments, which size their zeros.
@@ -560,6 +565,7 @@ DerivativeGenerator::generateRecursive(func::FuncOp callee,
   functions.recursivePullback = recursivePullback;
   functions.wrt.assign(wrt.begin(), wrt.end());
   functions.numTapeValues = 2 + passed.size();
+  functions.restartable = restartable;
   functions.threaded = threaded;
   functions.invariants = invariants;
   functions.passed = passed;
@@ -585,6 +591,7 @@ DerivativeGenerator::generateRecursive(func::FuncOp callee,
   forward.mapping.map(original.getArguments(),
                       forwardEntry->getArguments().take_front(numArgs));
   GrowableTape &tape = forward.rows.tape(callee);
+  tape.restartable = restartable;
   Value firstRow = forwardEntry->getArgument(numArgs + 1);
   OpBuilder &forwardBuilder = forward.getBuilder();
   tape.buffer = forwardEntry->getArgument(numArgs);
@@ -593,8 +600,9 @@ DerivativeGenerator::generateRecursive(func::FuncOp callee,
   if (failed(forward.emitOps(original, /*withTerminator=*/false)))
     return discard();
   Value row = tape.nextRow;
-  tape.buffer = growTapeIfFull(forwardBuilder, loc, tape.buffer, row,
-                               tape.forwardWidth->getResult(0));
+  if (!restartable)
+    tape.buffer = growTapeIfFull(forwardBuilder, loc, tape.buffer, row,
+                                 tape.forwardWidth->getResult(0));
   if (!forward.rows.storeRowsAtEnd(forwardEntry, row, tape.buffer)) {
     emitError(callee, "internal error: a value of '" + callee.getSymName() +
                           "' was stored in its recursion's tape before the "
@@ -635,7 +643,9 @@ DerivativeGenerator::generateRecursive(func::FuncOp callee,
   SmallVector<Value> forwardResults;
   for (Value returned : terminator->getOperands())
     forwardResults.push_back(forward.lookup(returned));
-  forwardResults.append({tape.buffer, tape.nextRow});
+  if (!restartable)
+    forwardResults.push_back(tape.buffer);
+  forwardResults.push_back(tape.nextRow);
   func::ReturnOp::create(forwardBuilder, terminator->getLoc(), forwardResults);
   forward.finalizeEscapes();
   forward.rows.mergeSlots({recursiveForward, recursivePullback});
@@ -656,11 +666,24 @@ DerivativeGenerator::generateRecursive(func::FuncOp callee,
     operands.push_back(createGrowableTape(b, loc, width, rowsHint));
     operands.push_back(arith::ConstantIndexOp::create(b, loc, 0));
     auto call = func::CallOp::create(b, loc, recursiveForward, operands);
-    recordTapeRows(b, loc, call.getResult(numResults), width, rowsHint);
+    Value buffer, nextRow;
+    if (restartable) {
+      nextRow = call.getResult(numResults);
+      buffer = rerunIfOverflowed(b, loc, operands[numArgs], nextRow, width,
+                                 [&](OpBuilder &inner, Value larger) {
+                                   operands[numArgs] = larger;
+                                   func::CallOp::create(inner, loc,
+                                                        recursiveForward,
+                                                        operands);
+                                 });
+    } else {
+      buffer = call.getResult(numResults);
+      nextRow = call.getResult(numResults + 1);
+    }
+    recordTapeRows(b, loc, buffer, width, rowsHint);
     SmallVector<Value> results(call.getResults().take_front(numResults));
-    results.push_back(call.getResult(numResults));
-    results.push_back(
-        lastRowFilled(b, loc, call.getResult(numResults + 1)));
+    results.push_back(buffer);
+    results.push_back(lastRowFilled(b, loc, nextRow));
     for (unsigned position : passed)
       results.push_back(forwardFunction.getArgument(position));
     func::ReturnOp::create(b, loc, results);

@@ -207,6 +207,10 @@ public:
     return rows.tape(tapeKeyOf(originalWhile)).forwardWidth->getResult(0);
   }
 
+  bool fillsRestartableRows(Operation *original) override {
+    return rows.tape(tapeKeyOf(original)).restartable;
+  }
+
   void beginRows(Block *forwardBlock, Operation *originalWhile, Value row,
                  Value tape) override {
     rows.beginRows(forwardBlock, tapeKeyOf(originalWhile), originalWhile,

@@ -240,7 +240,7 @@ static bool isRecomputable(Operation *op) {
   });
 }
 
-bool DerivativeGenerator::isRecomputableTreeRecursion(func::FuncOp callee) {
+bool DerivativeGenerator::isRecomputableRecursion(func::FuncOp callee) {
   auto [it, inserted] = recomputable.try_emplace(callee, false);
   if (!inserted)
     return it->second;
@@ -250,28 +250,16 @@ bool DerivativeGenerator::isRecomputableTreeRecursion(func::FuncOp callee) {
   if (component == componentOf.end() ||
       !componentIsRecursion[component->second])
     return false;
-  SmallVector<func::FuncOp> members;
-  for (auto &[member, id] : componentOf)
-    if (id == component->second)
-      members.push_back(cast<func::FuncOp>(member));
-  auto isMember = [&](func::CallOp call) {
-    func::FuncOp target = lookupFunction(call.getCalleeAttr());
-    return target && llvm::is_contained(members, target);
-  };
-  bool callsFromLoops = false;
-  for (func::FuncOp member : members) {
-    // A rule replaces the member's derivative everywhere; the copies would
-    // differentiate its body.
-    if (customRules.getVjp(member) || customRules.getJvp(member) ||
-        member.isExternal())
+  for (auto &[member, id] : componentOf) {
+    if (id != component->second)
+      continue;
+    // A rule replaces the member's derivative everywhere; the copies of
+    // tree levels would differentiate its body.
+    auto function = cast<func::FuncOp>(member);
+    if (customRules.getVjp(function) || customRules.getJvp(function) ||
+        function.isExternal())
       return false;
-    member.walk([&](func::CallOp call) {
-      if (isMember(call) && call->getParentOfType<LoopLikeOpInterface>())
-        callsFromLoops = true;
-    });
   }
-  if (!callsFromLoops)
-    return false;
   SmallVector<func::FuncOp> functions = {callee};
   for (Operation *reached : reachableFrom(callee))
     functions.push_back(cast<func::FuncOp>(reached));
@@ -296,6 +284,29 @@ bool DerivativeGenerator::isRecomputableTreeRecursion(func::FuncOp callee) {
       return false;
   }
   return recomputable[callee] = true;
+}
+
+bool DerivativeGenerator::isRecomputableTreeRecursion(func::FuncOp callee) {
+  if (!isRecomputableRecursion(callee))
+    return false;
+  unsigned id = componentOf.lookup(callee);
+  auto isMember = [&](func::CallOp call) {
+    func::FuncOp target = lookupFunction(call.getCalleeAttr());
+    auto it = target ? componentOf.find(target) : componentOf.end();
+    return it != componentOf.end() && it->second == id;
+  };
+  for (auto &[member, memberId] : componentOf) {
+    if (memberId != id)
+      continue;
+    WalkResult walk = member->walk([&](func::CallOp call) {
+      return isMember(call) && call->getParentOfType<LoopLikeOpInterface>()
+                 ? WalkResult::interrupt()
+                 : WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return true;
+  }
+  return false;
 }
 
 func::FuncOp DerivativeGenerator::createCheckpointedLevels(func::FuncOp callee) {

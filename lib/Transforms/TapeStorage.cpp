@@ -339,8 +339,16 @@ unsigned TapeRows::store(Value value, const Scope &scope) {
         (candidateDef == def || candidateDef->isBeforeInBlock(def)))
       buffer = candidate;
   }
-  Value base = arith::MulIOp::create(b, loc, scope.row,
-                                     tape.forwardWidth->getResult(0));
+  Value width = tape.forwardWidth->getResult(0);
+  Value base = arith::MulIOp::create(b, loc, scope.row, width);
+  if (tape.restartable) {
+    // A row past the end goes to the last row (the caller runs the
+    // recursion again on a larger tape).
+    Value capacity = memref::DimOp::create(
+        b, loc, buffer, arith::ConstantIndexOp::create(b, loc, 0));
+    base = arith::MinUIOp::create(
+        b, loc, base, arith::SubIOp::create(b, loc, capacity, width));
+  }
   Value slot = arith::ConstantIndexOp::create(b, loc, it->second);
   Value index = arith::AddIOp::create(b, loc, base, slot);
   unsigned id = tape.stored.size();

@@ -161,6 +161,10 @@ struct GrowableTape {
   /// Whether the rows are those of a recursion (the function's own, or a
   /// recursive callee's filling this tape), whose width the generator sets.
   bool widthOfRecursion = false;
+  /// Whether this is a restartable recursion's tape (see
+  /// DerivativeFunctions::restartable): the buffer is never reallocated,
+  /// and a row past its end is stored in its last row.
+  bool restartable = false;
 };
 
 /// Rows of the growable tapes of one function.

@@ -76,41 +76,59 @@ func.func @caller(%x: f64, %k: index) -> f64 {
 
 // -----
 
-// Recursion: the recursive versions thread one tape through every
-// invocation; the callees take their rows first, then the invocation takes
-// the next free row, grows the tape if needed and stores its values there
-// (rows in post-order). The entry points for outside callers start a fresh
-// tape, sized by the most rows an earlier call needed (an i64 global read
-// and raised atomically), at row 0, and the pullback starts at the first
-// invocation's row: the last one.
+// Recursion: the recursive versions share one tape; the callees take their
+// rows first, then the invocation takes the next free row and stores its
+// values there (rows in post-order). The entry points for outside callers
+// start a fresh tape, sized by the most rows an earlier call needed (an i64
+// global read and raised atomically), at row 0, and the pullback starts at
+// the first invocation's row: the last one.
+// A recursion that only computes is restartable: the recursive forward
+// takes the tape but returns only the next free row; a row past the tape's
+// end is stored in its last row (the store's offset is clamped), and the
+// entry point, when the rows did not fit, reallocates the tape and runs the
+// recursion again.
 // CHECK-LABEL: memref.global "private" @power_ad_fwd_0_tape_rows : memref<i64> = dense<0>
 // CHECK-LABEL: func.func private @power_ad_fwd_0
 // CHECK: %[[HINT:.*]] = memref.get_global @power_ad_fwd_0_tape_rows
 // CHECK: memref.atomic_rmw maxu %{{.*}}, %[[HINT]][]
 // CHECK: %[[T0:.*]] = memref.alloc
-// CHECK: %[[R:.*]]:3 = call @power_ad_fwdrec_0(%{{.*}}, %{{.*}}, %[[T0]], %{{.*}}) : (f64, i32, memref<?xf64>, index) -> (f64, memref<?xf64>, index)
-// CHECK: memref.dim %[[R]]#1
+// CHECK: %[[R:.*]]:2 = call @power_ad_fwdrec_0(%[[X:.*]], %[[N:.*]], %[[T0]], %[[ZERO:.*]]) : (f64, i32, memref<?xf64>, index) -> (f64, index)
+// CHECK: %[[USED:.*]] = arith.addi %[[R]]#1, %{{.*}} : index
+// CHECK: %[[NEEDED:.*]] = arith.muli %[[USED]], %{{.*}} : index
+// CHECK: %[[CAP:.*]] = memref.dim %[[T0]]
+// CHECK: %[[OVER:.*]] = arith.cmpi ugt, %[[NEEDED]], %[[CAP]]
+// CHECK: %[[T1:.*]] = scf.if %[[OVER]] -> (memref<?xf64>) {
+// CHECK: %[[LARGER:.*]] = memref.realloc %[[T0]]
+// CHECK: func.call @power_ad_fwdrec_0(%[[X]], %[[N]], %[[LARGER]], %[[ZERO]])
+// CHECK: scf.yield %[[LARGER]]
+// CHECK: } else {
+// CHECK: scf.yield %[[T0]]
+// CHECK: memref.dim %[[T1]]
 // CHECK: memref.atomic_rmw maxu
-// CHECK: %[[LAST:.*]] = arith.subi %[[R]]#2, %{{.*}} : index
-// CHECK: return %[[R]]#0, %[[R]]#1, %[[LAST]] : f64, memref<?xf64>, index
+// CHECK: %[[LAST:.*]] = arith.subi %[[R]]#1, %{{.*}} : index
+// CHECK: return %[[R]]#0, %[[T1]], %[[LAST]] : f64, memref<?xf64>, index
 // CHECK-LABEL: func.func private @power_ad_pb_0
 // CHECK-SAME: (%[[ETAPE:.*]]: memref<?xf64>, %[[EROW:.*]]: index, %[[SEED:.*]]: f64)
 // CHECK: call @power_ad_pbrec_0(%[[ETAPE]], %[[EROW]], %[[SEED]])
 // CHECK-LABEL: func.func private @power_ad_fwdrec_0
-// CHECK-SAME: (%{{.*}}: f64, %{{.*}}: i32, %[[TAPE:.*]]: memref<?xf64>, %[[FIRST:.*]]: index) -> (f64, memref<?xf64>, index)
+// CHECK-SAME: (%{{.*}}: f64, %{{.*}}: i32, %[[TAPE:.*]]: memref<?xf64>, %[[FIRST:.*]]: index) -> (f64, index)
 // CHECK-NOT: memref.store
-// CHECK: scf.yield {{.*}}%[[TAPE]], %[[FIRST]]
+// CHECK: scf.yield {{.*}}%[[FIRST]]
 // CHECK: } else {
-// CHECK: %[[C:.*]]:3 = func.call @power_ad_fwdrec_0(%{{.*}}, %{{.*}}, %[[TAPE]], %[[FIRST]]) :
-// CHECK: %[[CROW:.*]] = arith.subi %[[C]]#2, %{{.*}} : index
-// CHECK: scf.yield {{.*}}%[[C]]#1, %[[C]]#2, %[[C]]#0, %[[CROW]]
-// CHECK: %[[NEXT:.*]] = arith.addi %[[ROW:.*]], %c1
-// CHECK: %[[GROWN:.*]] = scf.if
-// CHECK: memref.realloc
-// CHECK: memref.store %{{.*}}, %[[GROWN]]
+// CHECK: %[[C:.*]]:2 = func.call @power_ad_fwdrec_0(%{{.*}}, %{{.*}}, %[[TAPE]], %[[FIRST]]) :
+// CHECK: %[[CROW:.*]] = arith.subi %[[C]]#1, %{{.*}} : index
+// CHECK: scf.yield {{.*}}%[[C]]#1, %[[C]]#0, %[[CROW]]
+// CHECK-NOT: memref.realloc
+// CHECK: %[[BASE:.*]] = arith.muli %[[ROW:.*]], %[[WIDTH:.*]] : index
+// CHECK: %[[END:.*]] = memref.dim %[[BUF:[^,]*]],
+// CHECK: %[[LASTROW:.*]] = arith.subi %[[END]], %[[WIDTH]]
+// CHECK: %[[CLAMPED:.*]] = arith.minui %[[BASE]], %[[LASTROW]]
+// CHECK: %[[SLOT:.*]] = arith.addi %[[CLAMPED]], %{{.*}}
+// CHECK: memref.store %{{.*}}, %[[BUF]][%[[SLOT]]]
 // CHECK-NOT: func.call
+// CHECK-NOT: memref.realloc
 // CHECK: %[[AFTER:.*]] = arith.addi %[[ROW]], %c1
-// CHECK: return %{{.*}}, %[[GROWN]], %[[AFTER]] : f64, memref<?xf64>, index
+// CHECK: return %{{.*}}, %[[AFTER]] : f64, index
 // CHECK-LABEL: func.func private @power_ad_pbrec_0
 // CHECK-SAME: (%[[PTAPE:.*]]: memref<?xf64>, %{{.*}}: index, %{{.*}}: f64) -> f64
 // CHECK: func.call @power_ad_pbrec_0(%[[PTAPE]],
@@ -132,6 +150,59 @@ func.func @power(%x: f64, %n: i32) -> f64 {
 
 func.func @caller(%x: f64, %n: i32) -> f64 {
   %g = ad.grad @power(%x, %n) : (f64, i32) -> f64
+  return %g : f64
+}
+
+// -----
+
+// A recursion that may do something else than compute (here, call a
+// function without a body) cannot be run again: its recursive forward
+// threads the tape through its result, growing it when a row does not fit.
+// CHECK-LABEL: func.func private @traced_ad_fwd_0
+// CHECK: %[[T0:.*]] = memref.alloc
+// CHECK: %[[R:.*]]:3 = call @traced_ad_fwdrec_0(%{{.*}}, %{{.*}}, %[[T0]], %{{.*}}) : (f64, i32, memref<?xf64>, index) -> (f64, memref<?xf64>, index)
+// CHECK-NOT: call @traced_ad_fwdrec_0
+// CHECK: memref.dim %[[R]]#1
+// CHECK: memref.atomic_rmw maxu
+// CHECK: %[[LAST:.*]] = arith.subi %[[R]]#2, %{{.*}} : index
+// CHECK: return %[[R]]#0, %[[R]]#1, %[[LAST]] : f64, memref<?xf64>, index
+// CHECK-LABEL: func.func private @traced_ad_fwdrec_0
+// CHECK-SAME: (%{{.*}}: f64, %{{.*}}: i32, %[[TAPE:.*]]: memref<?xf64>, %[[FIRST:.*]]: index) -> (f64, memref<?xf64>, index)
+// CHECK-NOT: memref.store
+// CHECK: scf.yield {{.*}}%[[TAPE]], %[[FIRST]]
+// CHECK: } else {
+// CHECK: func.call @trace
+// CHECK: %[[C:.*]]:3 = func.call @traced_ad_fwdrec_0(%{{.*}}, %{{.*}}, %[[TAPE]], %[[FIRST]]) :
+// CHECK: %[[CROW:.*]] = arith.subi %[[C]]#2, %{{.*}} : index
+// CHECK: scf.yield {{.*}}%[[C]]#1, %[[C]]#2, %[[C]]#0, %[[CROW]]
+// CHECK: %[[NEXT:.*]] = arith.addi %[[ROW:.*]], %c1
+// CHECK: %[[GROWN:.*]] = scf.if
+// CHECK: memref.realloc
+// CHECK-NOT: arith.minui
+// CHECK: memref.store %{{.*}}, %[[GROWN]]
+// CHECK-NOT: func.call
+// CHECK: %[[AFTER:.*]] = arith.addi %[[ROW]], %c1
+// CHECK: return %{{.*}}, %[[GROWN]], %[[AFTER]] : f64, memref<?xf64>, index
+func.func private @trace(i32)
+func.func @traced(%x: f64, %n: i32) -> f64 {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %one = arith.constant 1.0 : f64
+  %done = arith.cmpi sle, %n, %c0 : i32
+  %r = scf.if %done -> f64 {
+    scf.yield %one : f64
+  } else {
+    func.call @trace(%n) : (i32) -> ()
+    %m = arith.subi %n, %c1 : i32
+    %p = func.call @traced(%x, %m) : (f64, i32) -> f64
+    %q = arith.mulf %p, %x : f64
+    scf.yield %q : f64
+  }
+  return %r : f64
+}
+
+func.func @caller(%x: f64, %n: i32) -> f64 {
+  %g = ad.grad @traced(%x, %n) : (f64, i32) -> f64
   return %g : f64
 }
 

@@ -40,6 +40,17 @@ struct DerivativeFunctions {
   /// (tape, row, invariants..., accumulators..., cotangents...) ->
   /// gradients. Null otherwise.
   func::FuncOp recursiveForward, recursivePullback;
+  /// Whether the recursion can be run again at will (it only computes, see
+  /// DerivativeGenerator::isRecomputableRecursion) and its recursive
+  /// forward is the restartable kind: (args..., tape, next row) ->
+  /// (results..., next row). It never reallocates the tape it is given: a
+  /// row past the tape's end is written to the tape's last row instead,
+  /// and a caller whose tape then holds fewer rows than the next row
+  /// returned plus one reallocates it and makes the call again (see
+  /// rerunIfOverflowed), which writes the same rows. Passing the buffer
+  /// down but not back saves every invocation the buffer's return and its
+  /// reallocation check.
+  bool restartable = false;
   /// The positions of the arguments every call within the recursion passes
   /// on unchanged (ranked tensors), which the recursive pullback takes
   /// after the tape and the row, in this order, instead of keeping them in
@@ -150,6 +161,12 @@ public:
   /// The number of tape slots one iteration of `originalWhile` fills (an
   /// index known once the adjoint is complete).
   virtual Value getRowWidth(Operation *originalWhile) = 0;
+  /// Whether the growable tape `original` (a loop, a call) fills rows of is
+  /// a restartable recursion's (see DerivativeFunctions::restartable): it
+  /// is never reallocated while the recursion runs (rows past its end go
+  /// to its last row), and the recursion's caller runs it again when it
+  /// did not fit.
+  virtual bool fillsRestartableRows(Operation *original) = 0;
   /// Declares that values of `forwardBlock` the adjoint reads are stored in
   /// row `row` of `tape`, the growable tape of `originalWhile`.
   virtual void beginRows(Block *forwardBlock, Operation *originalWhile,

@@ -37,6 +37,16 @@ memref::GlobalOp createTapeRowsHint(SymbolTable &symbols, Operation *before,
 Value growTapeIfFull(OpBuilder &b, Location loc, Value tape, Value row,
                      Value width);
 
+/// After a restartable recursion (see DerivativeFunctions::restartable)
+/// filled rows up to `nextRow` (excluded) of `tape`, whose rows are `width`
+/// slots wide and whose last row took the rows that did not fit: `tape`
+/// when the rows fit in front of the last row, otherwise `tape`
+/// reallocated to max(2 * capacity, (nextRow + 1) * width) slots, on which
+/// `rerun` is called to run the recursion again.
+Value rerunIfOverflowed(OpBuilder &b, Location loc, Value tape, Value nextRow,
+                        Value width,
+                        function_ref<void(OpBuilder &, Value)> rerun);
+
 /// The row a recursive forward call filled for its own invocation, from the
 /// next free row it returns: an invocation takes its row after its callees
 /// (rows in post-order), so it is the last one.

@@ -191,10 +191,13 @@ private:
                                              ArrayRef<int64_t> varied,
                                              DerivativeFunctions functions,
                                              Operation *requester);
-  /// Whether the recursion of `callee` calls itself from inside a loop and
-  /// can be run again at will: everything it reaches computes with values
-  /// only (no memory, no function without a body, no user-written rule of
-  /// a member of the recursion).
+  /// Whether `callee` is recursive and can be run again at will:
+  /// everything it reaches computes with values only (no memory, no
+  /// function without a body, no user-written rule of a member of the
+  /// recursion).
+  bool isRecomputableRecursion(func::FuncOp callee);
+  /// Whether the recursion of `callee` is recomputable and calls itself
+  /// from inside a loop.
   bool isRecomputableTreeRecursion(func::FuncOp callee);
   /// The copy of `callee`'s body at level 0 of its checkpointed levels
   /// (creating the copies of every level).
@@ -239,7 +242,7 @@ private:
   llvm::SmallPtrSet<Operation *, 8> levelCopies;
   /// Per recursive function: its copy at level 0, once created.
   DenseMap<Operation *, func::FuncOp> levelZero;
-  /// Per recursive function: whether isRecomputableTreeRecursion.
+  /// Per recursive function: whether isRecomputableRecursion.
   DenseMap<Operation *, bool> recomputable;
   /// Per recursion root: the widest row.
   llvm::MapVector<Operation *, unsigned> recursionWidths;
