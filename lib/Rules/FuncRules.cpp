@@ -121,9 +121,21 @@ struct CallRule
       if (!recursive)
         emitter.shareTapeWith(call, emitter.lookupCallee(call));
       SmallVector<Value> tape = emitter.getCarriedTapes(call);
-      operands.append({tape[0], tape[1]});
       OpBuilder &b = emitter.getBuilder();
       Location loc = call.getLoc();
+      // The outermost restartable call: the tape's last row, which takes
+      // the rows that do not fit, must be one the call fills (rewritten
+      // when it runs again), not one filled before it: the first row the
+      // call fills must fit.
+      bool outermostRestartable =
+          functions->restartable && !emitter.fillsRestartableRows(call);
+      if (outermostRestartable) {
+        tape[0] = growTapeIfFull(b, loc, tape[0], tape[1],
+                                 emitter.getRowWidth(call));
+        // Values defined from here on are stored in the grown buffer.
+        emitter.setCarriedTapes(call, tape);
+      }
+      operands.append({tape[0], tape[1]});
       auto forwardCall = func::CallOp::create(
           b, loc, functions->recursiveForward, operands);
       emitter.mapResults(call, forwardCall.getResults().take_front(numResults));
@@ -135,7 +147,7 @@ struct CallRule
         // rows did not fit.
         buffer = tape[0];
         nextRow = filled[0];
-        if (!emitter.fillsRestartableRows(call))
+        if (outermostRestartable)
           buffer = rerunIfOverflowed(
               b, loc, buffer, nextRow, emitter.getRowWidth(call),
               [&](OpBuilder &inner, Value larger) {

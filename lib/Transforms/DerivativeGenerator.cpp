@@ -506,7 +506,7 @@ DerivativeGenerator::generateRecursive(func::FuncOp callee,
   // shaped arguments, which size their zeros.
   // Invariant tensor arguments are passed to the recursive pullback (see
   // DerivativeFunctions::invariants).
-  SmallVector<unsigned> threaded, invariants = invariantTensorArguments(callee);
+  SmallVector<unsigned> threaded, invariants = invariantArguments(callee);
   SmallVector<Type> accumulatorTypes;
   llvm::SmallBitVector isPassed(numArgs);
   for (unsigned position : invariants)

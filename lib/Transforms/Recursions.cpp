@@ -121,26 +121,27 @@ Operation *DerivativeGenerator::recursionRoot(func::FuncOp function) {
 }
 
 SmallVector<unsigned>
-DerivativeGenerator::invariantTensorArguments(func::FuncOp function) {
+DerivativeGenerator::invariantArguments(func::FuncOp function) {
   if (componentOf.empty())
     computeRecursions();
   auto it = componentOf.find(function);
   if (it == componentOf.end())
     return {};
   unsigned id = it->second;
-  // Every member's ranked tensor arguments, then those a call within the
-  // recursion passes something else for are dropped, until none is.
+  // Every member's ranked tensor and scalar arguments, then those a call
+  // within the recursion passes something else for are dropped, until none
+  // is.
   llvm::DenseMap<Operation *, llvm::SmallBitVector> invariant;
   for (auto &[member, component] : componentOf) {
     auto memberFunction = cast<func::FuncOp>(member);
     if (component != id || memberFunction.isExternal())
       continue;
-    llvm::SmallBitVector tensors(memberFunction.getNumArguments());
+    llvm::SmallBitVector values(memberFunction.getNumArguments());
     for (auto [position, type] :
          llvm::enumerate(memberFunction.getArgumentTypes()))
-      if (isa<RankedTensorType>(type))
-        tensors.set(position);
-    invariant[member] = tensors;
+      if (isa<RankedTensorType, IntegerType, IndexType, FloatType>(type))
+        values.set(position);
+    invariant[member] = values;
   }
   bool changed = true;
   while (changed) {
@@ -268,6 +269,13 @@ bool DerivativeGenerator::isRecomputableRecursion(func::FuncOp callee) {
     if (function.isExternal() ||
         llvm::any_of(function.getArgumentTypes(), isMemRef) ||
         llvm::any_of(function.getResultTypes(), isMemRef))
+      return false;
+    // Another recursion it reaches must be restartable too: one that is
+    // not would reallocate the tape under this one, whose callers keep
+    // the buffer they passed.
+    if (inSameRecursion(function, function) &&
+        !inSameRecursion(function, callee) &&
+        !isRecomputableRecursion(function))
       return false;
     WalkResult walk = function.getBody().walk([&](Operation *op) {
       // A function without a body (reachableFrom does not list them) may do

@@ -283,3 +283,128 @@ def test_float32_recursion():
         x = np.float32(0.3)
         ref = complex_step(tree_fast, float(x), n)[1]
         assert g(x, n) == pytest.approx(ref, rel=1e-4, abs=1e-5), n
+
+
+# The tape's owner is a recursion that is not restartable, and its rows may
+# end exactly at the tape's capacity when it calls a restartable one: the
+# tape must first grow so that the callee's first row fits (its rows past
+# the end go to the last row, which must be one the callee fills and
+# rewrites when it runs again, not the owner's). Each case on a fresh
+# module: only a first call starts from 16 rows. A while loop inside the
+# owner calls the restartable recursion too, and a value computed after the
+# call (the cos kept for the sin of its result) goes to the grown tape.
+EXACT_FILL = """
+func.func @tree(%x: f64, %n: index) -> f64 {
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %small = arith.cmpi ult, %n, %c2 : index
+  %r = scf.if %small -> f64 {
+    scf.yield %x : f64
+  } else {
+    %n1 = arith.subi %n, %c1 : index
+    %n2 = arith.subi %n, %c2 : index
+    %a = func.call @tree(%x, %n1) : (f64, index) -> f64
+    %b = func.call @tree(%x, %n2) : (f64, index) -> f64
+    %ax = arith.mulf %a, %x : f64
+    %sb = math.sin %b : f64
+    %s = arith.addf %ax, %sb : f64
+    scf.yield %s : f64
+  }
+  return %r : f64
+}
+
+// o(0) = tree(x, b), o(n) = tree(sin(o(n-1)) / 2, m) x.
+func.func @owner(%x: f64, %n: index, %m: index, %b: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %half = arith.constant 0.5 : f64
+  %cell = memref.alloca() : memref<index>
+  memref.store %n, %cell[] : memref<index>
+  %k = memref.load %cell[] : memref<index>
+  %done = arith.cmpi eq, %k, %c0 : index
+  %r = scf.if %done -> f64 {
+    %tb = func.call @tree(%x, %b) : (f64, index) -> f64
+    scf.yield %tb : f64
+  } else {
+    %km = arith.subi %k, %c1 : index
+    %p = func.call @owner(%x, %km, %m, %b) : (f64, index, index, index) -> f64
+    %sp = math.sin %p : f64
+    %h = arith.mulf %sp, %half : f64
+    %t = func.call @tree(%h, %m) : (f64, index) -> f64
+    %u = arith.mulf %t, %x : f64
+    scf.yield %u : f64
+  }
+  return %r : f64
+}
+
+// w(0) = x; w(n): s = w(n-1), c = 1/2; while c < lim:
+// s = cos(tree(sin(s) x, m)) sin(s) x, c += 1/2; then s + x.
+func.func @owner_while(%x: f64, %n: index, %m: index, %lim: f64) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %half = arith.constant 0.5 : f64
+  %cell = memref.alloca() : memref<index>
+  memref.store %n, %cell[] : memref<index>
+  %k = memref.load %cell[] : memref<index>
+  %done = arith.cmpi eq, %k, %c0 : index
+  %r = scf.if %done -> f64 {
+    scf.yield %x : f64
+  } else {
+    %km = arith.subi %k, %c1 : index
+    %p = func.call @owner_while(%x, %km, %m, %lim)
+        : (f64, index, index, f64) -> f64
+    %w:2 = scf.while (%s = %p, %c = %half) : (f64, f64) -> (f64, f64) {
+      %go = arith.cmpf olt, %c, %lim : f64
+      scf.condition(%go) %s, %c : f64, f64
+    } do {
+    ^bb0(%s: f64, %c: f64):
+      %ss = math.sin %s : f64
+      %sx = arith.mulf %ss, %x : f64
+      %t = func.call @tree(%sx, %m) : (f64, index) -> f64
+      %ct = math.cos %t : f64
+      %u = arith.mulf %ct, %sx : f64
+      %c2 = arith.addf %c, %half : f64
+      scf.yield %u, %c2 : f64, f64
+    }
+    %v = arith.addf %w#0, %x : f64
+    scf.yield %v : f64
+  }
+  return %r : f64
+}
+"""
+
+
+def owner(x, n, m, b):
+    if n == 0:
+        return tree_fast(x, b)
+    return tree_fast(cmath.sin(owner(x, n - 1, m, b)) * 0.5, m) * x
+
+
+def owner_while(x, n, m, lim):
+    if n == 0:
+        return x
+    s, c = owner_while(x, n - 1, m, lim), 0.5
+    while c < lim:
+        sx = cmath.sin(s) * x
+        s, c = cmath.cos(tree_fast(sx, m)) * sx, c + 0.5
+    return s + x
+
+
+@pytest.mark.parametrize("m,b,n", [(0, 0, 9), (1, 2, 7), (2, 2, 4),
+                                   (3, 1, 7), (2, 2, 3)])
+def test_owner_rows_ending_at_the_tape_capacity(m, b, n):
+    fresh = mlir_ad.compile(f"// owner {m} {b} {n}\n" + EXACT_FILL)
+    ref_value, ref_grad = complex_step(owner, 0.45, n, m, b)
+    value, grad = mlir_ad.value_and_grad(fresh.owner, wrt=0)(0.45, n, m, b)
+    assert value == pytest.approx(ref_value, rel=1e-12, abs=1e-300)
+    assert grad == pytest.approx(ref_grad, rel=1e-10, abs=1e-300)
+
+
+@pytest.mark.parametrize("n,m,lim", [(6, 2, 1.0), (13, 5, 2.1), (3, 9, 3.1)])
+def test_while_loop_of_an_owner_calling_a_restartable_recursion(n, m, lim):
+    fresh = mlir_ad.compile(f"// owner_while {n} {m} {lim}\n" + EXACT_FILL)
+    ref_value, ref_grad = complex_step(owner_while, 0.8, n, m, lim)
+    value, grad = mlir_ad.value_and_grad(fresh.owner_while, wrt=0)(
+        0.8, n, m, lim)
+    assert value == pytest.approx(ref_value, rel=1e-12, abs=1e-300)
+    assert grad == pytest.approx(ref_grad, rel=1e-10, abs=1e-300)

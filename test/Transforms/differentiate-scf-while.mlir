@@ -106,10 +106,10 @@ func.func @caller(%x: f64, %k: index) -> f64 {
 // CHECK: memref.dim %[[T1]]
 // CHECK: memref.atomic_rmw maxu
 // CHECK: %[[LAST:.*]] = arith.subi %[[R]]#1, %{{.*}} : index
-// CHECK: return %[[R]]#0, %[[T1]], %[[LAST]] : f64, memref<?xf64>, index
+// CHECK: return %[[R]]#0, %[[T1]], %[[LAST]], %[[X]] : f64, memref<?xf64>, index, f64
 // CHECK-LABEL: func.func private @power_ad_pb_0
-// CHECK-SAME: (%[[ETAPE:.*]]: memref<?xf64>, %[[EROW:.*]]: index, %[[SEED:.*]]: f64)
-// CHECK: call @power_ad_pbrec_0(%[[ETAPE]], %[[EROW]], %[[SEED]])
+// CHECK-SAME: (%[[ETAPE:.*]]: memref<?xf64>, %[[EROW:.*]]: index, %[[EX:.*]]: f64, %[[SEED:.*]]: f64)
+// CHECK: call @power_ad_pbrec_0(%[[ETAPE]], %[[EROW]], %[[EX]], %[[SEED]])
 // CHECK-LABEL: func.func private @power_ad_fwdrec_0
 // CHECK-SAME: (%{{.*}}: f64, %{{.*}}: i32, %[[TAPE:.*]]: memref<?xf64>, %[[FIRST:.*]]: index) -> (f64, index)
 // CHECK-NOT: memref.store
@@ -129,9 +129,11 @@ func.func @caller(%x: f64, %k: index) -> f64 {
 // CHECK-NOT: memref.realloc
 // CHECK: %[[AFTER:.*]] = arith.addi %[[ROW]], %c1
 // CHECK: return %{{.*}}, %[[AFTER]] : f64, index
+// x, which every call passes on unchanged, is not kept in the rows: the
+// pullback takes it after the tape and the row, and passes it on.
 // CHECK-LABEL: func.func private @power_ad_pbrec_0
-// CHECK-SAME: (%[[PTAPE:.*]]: memref<?xf64>, %{{.*}}: index, %{{.*}}: f64) -> f64
-// CHECK: func.call @power_ad_pbrec_0(%[[PTAPE]],
+// CHECK-SAME: (%[[PTAPE:.*]]: memref<?xf64>, %{{.*}}: index, %[[PX:.*]]: f64, %{{.*}}: f64) -> f64
+// CHECK: func.call @power_ad_pbrec_0(%[[PTAPE]], %{{.*}}, %[[PX]],
 func.func @power(%x: f64, %n: i32) -> f64 {
   %c0 = arith.constant 0 : i32
   %c1 = arith.constant 1 : i32
@@ -160,12 +162,12 @@ func.func @caller(%x: f64, %n: i32) -> f64 {
 // threads the tape through its result, growing it when a row does not fit.
 // CHECK-LABEL: func.func private @traced_ad_fwd_0
 // CHECK: %[[T0:.*]] = memref.alloc
-// CHECK: %[[R:.*]]:3 = call @traced_ad_fwdrec_0(%{{.*}}, %{{.*}}, %[[T0]], %{{.*}}) : (f64, i32, memref<?xf64>, index) -> (f64, memref<?xf64>, index)
+// CHECK: %[[R:.*]]:3 = call @traced_ad_fwdrec_0(%[[X:.*]], %{{.*}}, %[[T0]], %{{.*}}) : (f64, i32, memref<?xf64>, index) -> (f64, memref<?xf64>, index)
 // CHECK-NOT: call @traced_ad_fwdrec_0
 // CHECK: memref.dim %[[R]]#1
 // CHECK: memref.atomic_rmw maxu
 // CHECK: %[[LAST:.*]] = arith.subi %[[R]]#2, %{{.*}} : index
-// CHECK: return %[[R]]#0, %[[R]]#1, %[[LAST]] : f64, memref<?xf64>, index
+// CHECK: return %[[R]]#0, %[[R]]#1, %[[LAST]], %[[X]] : f64, memref<?xf64>, index, f64
 // CHECK-LABEL: func.func private @traced_ad_fwdrec_0
 // CHECK-SAME: (%{{.*}}: f64, %{{.*}}: i32, %[[TAPE:.*]]: memref<?xf64>, %[[FIRST:.*]]: index) -> (f64, memref<?xf64>, index)
 // CHECK-NOT: memref.store
@@ -203,6 +205,56 @@ func.func @traced(%x: f64, %n: i32) -> f64 {
 
 func.func @caller(%x: f64, %n: i32) -> f64 {
   %g = ad.grad @traced(%x, %n) : (f64, i32) -> f64
+  return %g : f64
+}
+
+// -----
+
+// A loop calling a restartable recursion shares one tape with all such
+// calls of its function: before each call the tape grows so that the
+// call's first row fits (the rows that do not fit go to the tape's last
+// row, which must be one the call fills), and after it, if its rows did
+// not fit, the tape is reallocated and the call made again.
+// CHECK-LABEL: func.func private @sum_ad_fwd_0
+// CHECK: scf.for {{.*}} iter_args({{.*}}, %[[TAPE:.*]] = %{{.*}}, %[[ROW:.*]] = %{{.*}}) -> (f64, memref<?xf64>, index)
+// CHECK: %[[FITS:.*]] = scf.if
+// CHECK: memref.realloc %[[TAPE]]
+// CHECK: %[[R:.*]]:2 = func.call @pow_ad_fwdrec_0(%[[X:[^,]*]], %[[N:[^,]*]], %[[FITS]], %[[ROW]])
+// CHECK: %[[AGAIN:.*]] = scf.if
+// CHECK: %[[LARGER:.*]] = memref.realloc %[[FITS]]
+// CHECK: func.call @pow_ad_fwdrec_0(%[[X]], %[[N]], %[[LARGER]], %[[ROW]])
+// CHECK: scf.yield %[[LARGER]]
+// CHECK: scf.yield %[[FITS]]
+// CHECK: scf.yield {{.*}}%[[AGAIN]], %[[R]]#1
+func.func @pow(%x: f64, %n: i32) -> f64 {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %one = arith.constant 1.0 : f64
+  %done = arith.cmpi sle, %n, %c0 : i32
+  %r = scf.if %done -> f64 {
+    scf.yield %one : f64
+  } else {
+    %m = arith.subi %n, %c1 : i32
+    %p = func.call @pow(%x, %m) : (f64, i32) -> f64
+    %q = arith.mulf %p, %x : f64
+    scf.yield %q : f64
+  }
+  return %r : f64
+}
+
+func.func @sum(%x: f64, %k: index, %n: i32) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %c0 to %k step %c1 iter_args(%s = %x) -> f64 {
+    %p = func.call @pow(%s, %n) : (f64, i32) -> f64
+    %t = arith.addf %p, %x : f64
+    scf.yield %t : f64
+  }
+  return %r : f64
+}
+
+func.func @caller(%x: f64, %k: index, %n: i32) -> f64 {
+  %g = ad.grad @sum(%x, %k, %n) {wrt = array<i64: 0>} : (f64, index, i32) -> f64
   return %g : f64
 }
 

@@ -26,8 +26,8 @@
 // CHECK: call @tree(
 // CHECK-LABEL: func.func private @tree_ad_level2_ad_pb_0(
 // CHECK: scf.for
-// CHECK: %[[SUB:.*]]:3 = func.call @tree_ad_fwd_0(
-// CHECK: func.call @tree_ad_pb_0(%[[SUB]]#1, %[[SUB]]#2
+// CHECK: %[[SUB:.*]]:4 = func.call @tree_ad_fwd_0(
+// CHECK: func.call @tree_ad_pb_0(%[[SUB]]#1, %[[SUB]]#2, %[[SUB]]#3
 
 // CHECK-LABEL: func.func private @tree_ad_level1(
 // CHECK: scf.for

@@ -52,9 +52,9 @@ struct DerivativeFunctions {
   /// reallocation check.
   bool restartable = false;
   /// The positions of the arguments every call within the recursion passes
-  /// on unchanged (ranked tensors), which the recursive pullback takes
-  /// after the tape and the row, in this order, instead of keeping them in
-  /// every invocation's row.
+  /// on unchanged (ranked tensors, scalars), which the recursive pullback
+  /// takes after the tape and the row, in this order, instead of keeping
+  /// them in every invocation's row.
   SmallVector<unsigned> invariants;
   /// The indices into `wrt` of the tensor arguments whose gradients the
   /// recursive pullback threads: it takes the cotangent accumulated so far

@@ -194,7 +194,7 @@ private:
   /// Whether `callee` is recursive and can be run again at will:
   /// everything it reaches computes with values only (no memory, no
   /// function without a body, no user-written rule of a member of the
-  /// recursion).
+  /// recursion), and every other recursion it reaches is recomputable too.
   bool isRecomputableRecursion(func::FuncOp callee);
   /// Whether the recursion of `callee` is recomputable and calls itself
   /// from inside a loop.
@@ -206,12 +206,12 @@ private:
                                                    ArrayRef<int64_t> varied);
   /// The first function of the module in the recursion of `function`.
   Operation *recursionRoot(func::FuncOp function);
-  /// The positions of the ranked tensor arguments of `function`, a member
-  /// of a recursion, that every call within the recursion passes on
-  /// unchanged (the caller's own argument at a position of the same
-  /// kind): every invocation sees the caller's tensor, so the recursive
-  /// pullback takes it as an argument instead of a tape row.
-  SmallVector<unsigned> invariantTensorArguments(func::FuncOp function);
+  /// The positions of the ranked tensor and scalar arguments of
+  /// `function`, a member of a recursion, that every call within the
+  /// recursion passes on unchanged (the caller's own argument at a position
+  /// of the same kind): every invocation sees the caller's value, so the
+  /// recursive pullback takes it as an argument instead of a tape row.
+  SmallVector<unsigned> invariantArguments(func::FuncOp function);
 
   std::unique_ptr<SymbolTable> ownedSymbols;
   SymbolTable &symbolTable;
