@@ -16,7 +16,7 @@ import pytest
 import mlir_ad
 from conftest import numerical_grad
 
-SRC = """
+TREE = """
 // g(n) = g(n-1) x + sin(g(n-2)), g(n < 2) = x.
 func.func @tree(%x: f64, %n: index) -> f64 {
   %c1 = arith.constant 1 : index
@@ -37,6 +37,9 @@ func.func @tree(%x: f64, %n: index) -> f64 {
   return %r : f64
 }
 
+"""
+
+SRC = TREE + """
 // A loop calling the recursion: the calls share the loop's tape, which the
 // loop's function creates; each call may overflow it.
 // s <- tree(sin(s) / 2, n + i) + x, k times.
@@ -276,8 +279,7 @@ def test_second_order_through_a_restartable_recursion(m):
 
 
 def test_float32_recursion():
-    m32 = mlir_ad.compile(SRC.split("// A loop calling")[0]
-                          .replace("f64", "f32"))
+    m32 = mlir_ad.compile(TREE.replace("f64", "f32"))
     g = mlir_ad.grad(m32.tree, wrt=0)
     for n in (2, 20, 7, 21):
         x = np.float32(0.3)
@@ -293,26 +295,7 @@ def test_float32_recursion():
 # module: only a first call starts from 16 rows. A while loop inside the
 # owner calls the restartable recursion too, and a value computed after the
 # call (the cos kept for the sin of its result) goes to the grown tape.
-EXACT_FILL = """
-func.func @tree(%x: f64, %n: index) -> f64 {
-  %c1 = arith.constant 1 : index
-  %c2 = arith.constant 2 : index
-  %small = arith.cmpi ult, %n, %c2 : index
-  %r = scf.if %small -> f64 {
-    scf.yield %x : f64
-  } else {
-    %n1 = arith.subi %n, %c1 : index
-    %n2 = arith.subi %n, %c2 : index
-    %a = func.call @tree(%x, %n1) : (f64, index) -> f64
-    %b = func.call @tree(%x, %n2) : (f64, index) -> f64
-    %ax = arith.mulf %a, %x : f64
-    %sb = math.sin %b : f64
-    %s = arith.addf %ax, %sb : f64
-    scf.yield %s : f64
-  }
-  return %r : f64
-}
-
+EXACT_FILL = TREE + """
 // o(0) = tree(x, b), o(n) = tree(sin(o(n-1)) / 2, m) x.
 func.func @owner(%x: f64, %n: index, %m: index, %b: index) -> f64 {
   %c0 = arith.constant 0 : index
