@@ -391,3 +391,45 @@ def test_while_loop_of_an_owner_calling_a_restartable_recursion(n, m, lim):
         0.8, n, m, lim)
     assert value == pytest.approx(ref_value, rel=1e-12, abs=1e-300)
     assert grad == pytest.approx(ref_grad, rel=1e-10, abs=1e-300)
+
+
+# Arguments the pullback gets from its caller rather than from the rows:
+# here x and y swap places at every call (both are invariants: each call
+# passes the caller's own arguments), and the pullback of the call must
+# pass them swapped too.
+SWAP = """
+// f(x, y, n) = x^2 y for n = 0, else sin(x) f(y, x, n - 1) + x.
+func.func @swap(%x: f64, %y: f64, %n: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %small = arith.cmpi ule, %n, %c0 : index
+  %r = scf.if %small -> f64 {
+    %xx = arith.mulf %x, %x : f64
+    %v = arith.mulf %xx, %y : f64
+    scf.yield %v : f64
+  } else {
+    %n1 = arith.subi %n, %c1 : index
+    %a = func.call @swap(%y, %x, %n1) : (f64, f64, index) -> f64
+    %s = math.sin %x : f64
+    %p = arith.mulf %s, %a : f64
+    %q = arith.addf %p, %x : f64
+    scf.yield %q : f64
+  }
+  return %r : f64
+}
+"""
+
+
+def swap(x, y, n):
+    return x * x * y if n <= 0 else cmath.sin(x) * swap(y, x, n - 1) + x
+
+
+def test_arguments_swapped_at_every_call():
+    m = mlir_ad.compile(SWAP)
+    x, y = 0.7, 1.3
+    for n in (0, 1, 2, 3, 4, 21):
+        gx, gy = mlir_ad.grad(m.swap, wrt=[0, 1])(x, y, n)
+        assert gx == pytest.approx(complex_step(lambda a: swap(a, y, n), x)[1],
+                                   rel=1e-11, abs=1e-14), n
+        assert gy == pytest.approx(complex_step(lambda b: swap(x, b, n), y)[1],
+                                   rel=1e-11, abs=1e-14), n

@@ -51,10 +51,11 @@ struct DerivativeFunctions {
   /// down but not back saves every invocation the buffer's return and its
   /// reallocation check.
   bool restartable = false;
-  /// The positions of the arguments every call within the recursion passes
-  /// on unchanged (ranked tensors, scalars), which the recursive pullback
-  /// takes after the tape and the row, in this order, instead of keeping
-  /// them in every invocation's row.
+  /// The positions of the arguments (ranked tensors, scalars) for which
+  /// every call within the recursion passes one of its caller's such
+  /// arguments (see DerivativeGenerator::invariantArguments), which the
+  /// recursive pullback takes after the tape and the row, in this order,
+  /// instead of keeping them in every invocation's row.
   SmallVector<unsigned> invariants;
   /// The indices into `wrt` of the tensor arguments whose gradients the
   /// recursive pullback threads: it takes the cotangent accumulated so far

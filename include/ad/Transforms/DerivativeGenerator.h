@@ -207,9 +207,10 @@ private:
   /// The first function of the module in the recursion of `function`.
   Operation *recursionRoot(func::FuncOp function);
   /// The positions of the ranked tensor and scalar arguments of
-  /// `function`, a member of a recursion, that every call within the
-  /// recursion passes on unchanged (the caller's own argument at a position
-  /// of the same kind): every invocation sees the caller's value, so the
+  /// `function`, a member of a recursion, for which every call within the
+  /// recursion passes one of the caller's own such arguments (at any such
+  /// position: f(x, y) calling f(y, x) keeps both): the pullback of each
+  /// call can pass the callee's value from its own arguments, so the
   /// recursive pullback takes it as an argument instead of a tape row.
   SmallVector<unsigned> invariantArguments(func::FuncOp function);
 
