@@ -98,15 +98,19 @@ struct TilePlan {
   /// The input to copy, transposed so that the wide tile dimension is its
   /// innermost.
   std::optional<unsigned> packOperand;
+  /// The input of the narrow dimension to copy, transposed so that the
+  /// reduction is its innermost (see narrowInputToPack).
+  std::optional<unsigned> packNarrow;
 };
 
 /// Replaces input `number` of the contraction `op` by a copy whose
-/// dimensions are permuted so that the one indexed by `inner` is innermost,
-/// freed after the op. Returns the op (its generic form if it was named);
-/// `copy` is the transpose that fills the copy.
+/// dimensions are permuted so that the one indexed by loop `innerLoop` is
+/// innermost, freed after the op. Returns the op (its generic form if it was
+/// named); `copy` is the transpose that fills the copy.
 static FailureOr<linalg::LinalgOp> packInput(RewriterBase &rewriter,
                                              linalg::LinalgOp op,
                                              unsigned number,
+                                             unsigned innerLoop,
                                              linalg::TransposeOp &copy) {
   auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
   if (!generic) {
@@ -119,9 +123,7 @@ static FailureOr<linalg::LinalgOp> packInput(RewriterBase &rewriter,
   }
   OpOperand &operand = generic->getOpOperand(number);
   auto type = dyn_cast<MemRefType>(operand.get().getType());
-  AffineMap outputMap =
-      generic.getMatchingIndexingMap(generic.getDpsInitOperand(0));
-  AffineExpr inner = outputMap.getResults().back();
+  AffineExpr inner = rewriter.getAffineDimExpr(innerLoop);
   AffineMap map = generic.getMatchingIndexingMap(&operand);
   std::optional<unsigned> position = map.getResultPosition(inner);
   if (!type || !position)
@@ -352,6 +354,43 @@ planOuterTiles(linalg::LinalgOp generic, int64_t lanes, int64_t rows,
   return plan;
 }
 
+/// The input of a contraction's narrow dimension to copy transposed, its
+/// one reduction innermost, or nullopt. Read in place along a reduction that
+/// is not its innermost dimension, each step of a register tile loads the
+/// tile's rows from another line, at the stride of the input's rows: the
+/// adjoint of a weight matrix, `H^T D` summed over the batch, reads
+/// H[b, i..i+8] for b = 0..63, and with rows of a power-of-two length all
+/// those lines fall in one L1 set (64 x 1024 by 64 x 1024 f64 ran at 47
+/// GFLOP/s, and at 86 with H^T given). The copy (the narrow input's size,
+/// a pass over it) is read by every strip of the wide dimension: only when
+/// there are at least two of them and eight reduction steps.
+static std::optional<unsigned> narrowInputToPack(linalg::LinalgOp op,
+                                                 const TilePlan &plan,
+                                                 ArrayRef<int64_t> ranges) {
+  if (!plan.contraction || plan.interchange.size() != plan.numBatch + 3)
+    return std::nullopt;
+  unsigned narrow = plan.interchange[plan.numBatch];
+  unsigned wide = plan.interchange[plan.numBatch + 1];
+  unsigned reduction = plan.interchange[plan.numBatch + 2];
+  auto atLeast = [&](unsigned dim, int64_t size) {
+    return ShapedType::isDynamic(ranges[dim]) || ranges[dim] >= size;
+  };
+  if (!atLeast(wide, 2 * plan.sizes[wide]) || !atLeast(reduction, 8))
+    return std::nullopt;
+  AffineExpr reductionExpr = getAffineDimExpr(reduction, op.getContext());
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    AffineMap map = op.getMatchingIndexingMap(input);
+    if (input->getOperandNumber() == plan.packOperand ||
+        !isa<MemRefType>(input->get().getType()) ||
+        !map.isProjectedPermutation() || map.isFunctionOfDim(wide) ||
+        !map.isFunctionOfDim(narrow) || !map.isFunctionOfDim(reduction) ||
+        map.getResults().back() == reductionExpr)
+      continue;
+    return input->getOperandNumber();
+  }
+  return std::nullopt;
+}
+
 static std::optional<TilePlan> planTiles(linalg::LinalgOp op,
                                          unsigned vectorBits) {
   if (!op.hasPureBufferSemantics() || op.getNumLoops() == 0)
@@ -404,11 +443,15 @@ static std::optional<TilePlan> planTiles(linalg::LinalgOp op,
         if (map.getResults().back() != innerExpr)
           plan.packOperand = input->getOperandNumber();
       }
+      plan.packNarrow = narrowInputToPack(op, plan, ranges);
       return plan;
     }
   }
-  if (std::optional<TilePlan> outer = planOuterTiles(op, lanes, rows, ranges))
+  if (std::optional<TilePlan> outer =
+          planOuterTiles(op, lanes, rows, ranges)) {
+    outer->packNarrow = narrowInputToPack(op, *outer, ranges);
     return outer;
+  }
   plan.sizes.back() = clampTile(lanes, ranges.back());
   // Vectors along a parallel innermost loop: the reduction loops run inside
   // the parallel tile loops, so that a vector of the output stays in a
@@ -876,27 +919,31 @@ static bool disjointRoots(Value a, Value b);
 /// made recursive functions overflow it at a tenth of the depth).
 using StripBuffers = llvm::DenseMap<std::pair<Operation *, Type>, Value>;
 
-/// Tiles a contraction (one reduction dimension, no batch, at most
-/// kBlockSteps reduction steps: blocked first) by strips of its wide
-/// dimension, each as wide as a register tile, and gives each strip a
-/// contiguous copy of the wide input's part (steps x width, on the stack):
-/// read at the stride of its rows, a strip of a matrix whose rows are a
-/// power-of-two length maps every line onto one L1 set (a 1024^3 f64
-/// matmul ran at 24 GFLOP/s, 34 at 1000 or 1032). Only where the copy
-/// serves enough register tiles (32 rows or more) and steps (16 or more).
-/// The copy goes to the function's buffer of its type (`buffers`: the
-/// strips, and the packed ops, run one after the other), allocated when the
-/// function starts and freed where it returns: not for an op whose loops
-/// may be shared among threads, nor one that may write the input it packs.
-/// Tiles and peels the strips' ops with `plan`; returns false (nothing
-/// changed) when it does not apply.
-static bool packWideStrips(RewriterBase &rewriter, linalg::LinalgOp op,
-                           const TilePlan &plan, unsigned vectorBits,
-                           StringAttr marker, StringAttr reductionMarker,
-                           StringAttr parallelMarker, StripBuffers &buffers) {
+/// The wide input of a contraction whose strips packWideStrips copies, and
+/// whether it is read transposed.
+struct StripInput {
+  unsigned number;
+  bool transposed;
+};
+
+/// The wide input of `op` (planned by `plan`) whose strips packWideStrips
+/// may copy, before or after blockForCache (the bound on the reduction's
+/// steps is packWideStrips's own), or nullopt: a contraction with one
+/// reduction, no batch, at least 32 rows and 16 steps; its wide input a
+/// plain memref read as (reduction, wide), or, by a generic, as (wide,
+/// reduction) (`dY W^T`, the adjoint of a product's input: each strip is
+/// copied transposed instead of all of W once, which was written to a
+/// buffer of its own and read back); not where the output may be that
+/// input (a copy taken before the op writes its output would read stale
+/// values), nor where threads could share the buffer (a loop of this op
+/// that ad-parallelize shares out, a parallel region of the user's around
+/// it).
+static std::optional<StripInput> stripInput(linalg::LinalgOp op,
+                                            const TilePlan &plan,
+                                            StringAttr parallelMarker) {
   if (plan.numBatch != 0 || op.getNumDpsInits() != 1 ||
       op.getNumLoops() != 3)
-    return false;
+    return std::nullopt;
   unsigned narrow = plan.interchange.empty() ? 0 : plan.interchange[0];
   unsigned wide = plan.interchange.empty() ? 1 : plan.interchange[1];
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
@@ -904,48 +951,75 @@ static bool packWideStrips(RewriterBase &rewriter, linalg::LinalgOp op,
   if (iterators[reduction] != utils::IteratorType::reduction ||
       iterators[narrow] != utils::IteratorType::parallel ||
       iterators[wide] != utils::IteratorType::parallel)
-    return false;
+    return std::nullopt;
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   auto atLeast = [&](unsigned dim, int64_t size) {
     return ShapedType::isDynamic(ranges[dim]) || ranges[dim] >= size;
   };
-  int64_t width = plan.sizes[wide];
   if (!atLeast(narrow, 32) || !atLeast(reduction, 16) ||
-      !atLeast(wide, width) ||
-      (!ShapedType::isDynamic(ranges[reduction]) &&
-       ranges[reduction] > kBlockSteps))
-    return false;
-  // The wide input: read as (reduction, wide), a plain memref.
-  std::optional<unsigned> wideInput;
+      !atLeast(wide, plan.sizes[wide]))
+    return std::nullopt;
+  MLIRContext *context = op.getContext();
+  AffineExpr reductionExpr = getAffineDimExpr(reduction, context);
+  AffineExpr wideExpr = getAffineDimExpr(wide, context);
+  std::optional<StripInput> found;
   for (OpOperand *input : op.getDpsInputOperands()) {
     AffineMap map = op.getMatchingIndexingMap(input);
-    if (map.getNumResults() == 2 &&
-        map.getResult(0) == rewriter.getAffineDimExpr(reduction) &&
-        map.getResult(1) == rewriter.getAffineDimExpr(wide) &&
-        isa<MemRefType>(input->get().getType()))
-      wideInput = input->getOperandNumber();
+    if (map.getNumResults() != 2 || !isa<MemRefType>(input->get().getType()))
+      continue;
+    if (map.getResult(0) == reductionExpr && map.getResult(1) == wideExpr)
+      found = StripInput{input->getOperandNumber(), false};
+    else if (map.getResult(0) == wideExpr &&
+             map.getResult(1) == reductionExpr &&
+             isa<linalg::GenericOp>(op.getOperation()) && !found)
+      found = StripInput{input->getOperandNumber(), true};
   }
-  if (!wideInput)
-    return false;
-  auto inputType = cast<MemRefType>(op->getOperand(*wideInput).getType());
-  if (!inputType.getElementType().isIntOrFloat())
-    return false;
-  // A copy taken before the op writes its output would read stale values
-  // where the output is the input (memrefs of the user's that may alias).
-  Value output = op.getDpsInitOperand(0)->get();
-  if (!disjointRoots(rootBuffer(op->getOperand(*wideInput)),
-                     rootBuffer(output)))
-    return false;
-  // One buffer for the function: not where threads could share it (a loop
-  // of this op that ad-parallelize shares out, or a parallel region of the
-  // user's around it).
-  if (parallelMarker && writesDisjointSlices(op, wide))
-    return false;
+  if (!found)
+    return std::nullopt;
+  Value input = op->getOperand(found->number);
+  if (!cast<MemRefType>(input.getType()).getElementType().isIntOrFloat() ||
+      !disjointRoots(rootBuffer(input),
+                     rootBuffer(op.getDpsInitOperand(0)->get())) ||
+      (parallelMarker && writesDisjointSlices(op, wide)))
+    return std::nullopt;
   auto function = op->getParentOfType<func::FuncOp>();
   for (Operation *parent = op->getParentOp(); parent != function;
        parent = parent->getParentOp())
     if (!parent || !isa<scf::ForOp, scf::IfOp, scf::WhileOp>(parent))
-      return false;
+      return std::nullopt;
+  return found;
+}
+
+/// Tiles a contraction (one reduction dimension, no batch, at most
+/// kBlockSteps reduction steps: blocked first) by strips of its wide
+/// dimension, each as wide as a register tile, and gives each strip a
+/// contiguous copy of the wide input's part (steps x width; see
+/// stripInput): read at the stride of its rows, a strip of a matrix whose
+/// rows are a power-of-two length maps every line onto one L1 set (a
+/// 1024^3 f64 matmul ran at 24 GFLOP/s, 34 at 1000 or 1032). Only where
+/// the copy serves enough register tiles (32 rows or more) and steps (16 or
+/// more). The copy goes to the function's buffer of its type (`buffers`:
+/// the strips, and the packed ops, run one after the other), allocated when
+/// the function starts and freed where it returns. Tiles and peels the
+/// strips' ops with `plan`; returns false (nothing changed) when it does
+/// not apply.
+static bool packWideStrips(RewriterBase &rewriter, linalg::LinalgOp op,
+                           const TilePlan &plan, unsigned vectorBits,
+                           StringAttr marker, StringAttr reductionMarker,
+                           StringAttr parallelMarker, StripBuffers &buffers) {
+  std::optional<StripInput> stripped = stripInput(op, plan, parallelMarker);
+  if (!stripped)
+    return false;
+  unsigned narrow = plan.interchange.empty() ? 0 : plan.interchange[0];
+  unsigned wide = plan.interchange.empty() ? 1 : plan.interchange[1];
+  unsigned reduction = 3 - narrow - wide;
+  int64_t steps = op.getStaticLoopRanges()[reduction];
+  if (!ShapedType::isDynamic(steps) && steps > kBlockSteps)
+    return false;
+  int64_t width = plan.sizes[wide];
+  unsigned wideInput = stripped->number;
+  auto inputType = cast<MemRefType>(op->getOperand(wideInput).getType());
+  auto function = op->getParentOfType<func::FuncOp>();
 
   // Strips of the wide dimension.
   SmallVector<int64_t> sizes(3, 0);
@@ -982,7 +1056,7 @@ static bool packWideStrips(RewriterBase &rewriter, linalg::LinalgOp op,
       continue;
     }
     Location loc = tile.getLoc();
-    Value source = tile->getOperand(*wideInput);
+    Value source = tile->getOperand(wideInput);
     auto bufferType =
         MemRefType::get({kBlockSteps, width}, inputType.getElementType());
     Value &buffer = buffers[{function.getOperation(), bufferType}];
@@ -996,17 +1070,35 @@ static bool packWideStrips(RewriterBase &rewriter, linalg::LinalgOp op,
       });
     }
     rewriter.setInsertionPoint(tile);
-    Value steps = memref::DimOp::create(rewriter, loc, source, 0);
+    Value steps = memref::DimOp::create(rewriter, loc, source,
+                                        stripped->transposed ? 1 : 0);
     SmallVector<OpFoldResult> offsets(2, rewriter.getIndexAttr(0));
     SmallVector<OpFoldResult> viewSizes = {steps, rewriter.getIndexAttr(width)};
     SmallVector<OpFoldResult> strides(2, rewriter.getIndexAttr(1));
     Value view = memref::SubViewOp::create(rewriter, loc, buffer, offsets,
                                            viewSizes, strides);
-    auto copy = linalg::CopyOp::create(rewriter, loc, source, view);
-    tile->setOperand(*wideInput, view);
-    if (std::optional<TilePlan> copyPlan = planTiles(copy, vectorBits))
-      (void)tileAndPeel(rewriter, copy, *copyPlan, marker, reductionMarker,
-                        /*parallelMarker=*/{});
+    if (stripped->transposed) {
+      // The strip read as (reduction, wide) from its transposed copy.
+      auto generic = cast<linalg::GenericOp>(tile.getOperation());
+      SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
+      AffineMap map = maps[wideInput];
+      maps[wideInput] = AffineMap::get(
+          map.getNumDims(), 0, {map.getResult(1), map.getResult(0)},
+          rewriter.getContext());
+      auto copy = linalg::TransposeOp::create(rewriter, loc, source, view,
+                                              ArrayRef<int64_t>{1, 0});
+      rewriter.modifyOpInPlace(generic, [&] {
+        generic->setOperand(wideInput, view);
+        generic.setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(maps));
+      });
+      tileTransposedCopy(rewriter, copy, vectorBits, marker, reductionMarker);
+    } else {
+      auto copy = linalg::CopyOp::create(rewriter, loc, source, view);
+      tile->setOperand(wideInput, view);
+      if (std::optional<TilePlan> copyPlan = planTiles(copy, vectorBits))
+        (void)tileAndPeel(rewriter, copy, *copyPlan, marker, reductionMarker,
+                          /*parallelMarker=*/{});
+    }
     (void)tileAndPeel(rewriter, tile, plan, marker, reductionMarker,
                       /*parallelMarker=*/{});
   }
@@ -1612,14 +1704,32 @@ struct ADVectorizePass
       if (!plan || (plan->contraction && !contractions) ||
           (!plan->contraction && !elementwise))
         continue;
-      if (plan->packOperand) {
+      // The wide input with the wide dimension innermost, the narrow one
+      // with the reduction innermost: copies taken before the op, so not of
+      // a buffer the op may write.
+      auto pack = [&](std::optional<unsigned> number, unsigned innerLoop) {
+        if (!number ||
+            !disjointRoots(rootBuffer(op->getOperand(*number)),
+                           rootBuffer(op.getDpsInitOperand(0)->get())))
+          return;
         linalg::TransposeOp copy;
         FailureOr<linalg::LinalgOp> packed =
-            packInput(rewriter, op, *plan->packOperand, copy);
+            packInput(rewriter, op, *number, innerLoop, copy);
         if (succeeded(packed)) {
           op = *packed;
           tileTransposedCopy(rewriter, copy, bits, marker, reductionMarker);
         }
+      };
+      if (plan->contraction) {
+        unsigned numPlanned = plan->interchange.size();
+        // A wide input whose strips are copied transposed one at a time is
+        // not copied whole first.
+        std::optional<StripInput> stripped =
+            stripInput(op, *plan, parallelMarker);
+        if (!stripped || !stripped->transposed)
+          pack(plan->packOperand, plan->interchange[plan->numBatch + 1]);
+        if (numPlanned == plan->numBatch + 3)
+          pack(plan->packNarrow, plan->interchange[plan->numBatch + 2]);
       }
       // A generic contraction's loops in the order of the tile loops
       // (batch, narrow, wide, reduction): its vectorized tile then folds

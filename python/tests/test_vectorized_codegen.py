@@ -99,6 +99,31 @@ def test_contraction_f32(m, n, k):
     np.testing.assert_allclose(mod.f(*args), expected, rtol=1e-5, atol=1e-5)
 
 
+# At the thresholds of the transposed copies: the narrow input of A^T B
+# (and of the adjoint form) is copied with the reduction innermost from 8
+# steps and two strips of the wide dimension (7 steps: read in place); the
+# strips of B^T are copied transposed one at a time from 32 rows and 16
+# steps (31 rows: all of B^T first), with partial last strips, reductions
+# longer than a cache block (300) and the MLP adjoint's 64 x 1024 x 64.
+PACKED_SIZES = [(32, 33, 16), (31, 40, 16), (40, 32, 8), (40, 32, 7),
+                (65, 17, 300), (64, 1024, 64)]
+
+
+@pytest.mark.parametrize("layout", ["atb", "abt", "atbt", "red_first"])
+@pytest.mark.parametrize("m,n,k", PACKED_SIZES)
+@pytest.mark.parametrize("t,dtype,tol", [("f64", np.float64, 1e-12),
+                                         ("f32", np.float32, 1e-4)])
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_transposed_copies(layout, m, n, k, t, dtype, tol, dynamic):
+    rng = np.random.default_rng(m * 1000 + n * 10 + k)
+    shapes, args, expected = _operands(layout, m, n, k, rng, dtype)
+    if dynamic:
+        shapes = tuple(tuple("?" for _ in s) for s in shapes)
+    mod = mlir_ad.compile(_contraction_source(layout, *shapes, t=t))
+    np.testing.assert_allclose(mod.f(*args), expected, rtol=tol,
+                               atol=tol * np.sqrt(k))
+
+
 NAMED = """
 func.func @matmul(%a: tensor<?x?xf64>, %b: tensor<?x?xf64>, %o: tensor<?x?xf64>) -> tensor<?x?xf64> {
   %r = linalg.matmul ins(%a, %b : tensor<?x?xf64>, tensor<?x?xf64>) outs(%o : tensor<?x?xf64>) -> tensor<?x?xf64>
@@ -483,6 +508,71 @@ def test_network_gradient(m, d, h, o):
     expected = numerical_grad(reference, args, [0, 1, 2, 3])
     for g, e in zip(grads, expected):
         np.testing.assert_allclose(g, e, rtol=1e-6, atol=1e-8)
+
+
+MLP = """
+func.func @loss(%x: tensor<?x?xT>, %w1: tensor<?x?xT>, %b1: tensor<?xT>, %w2: tensor<?x?xT>, %t: tensor<?x?xT>) -> T {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %z = arith.constant 0.0 : T
+  %half = arith.constant 0.5 : T
+  %m = tensor.dim %x, %c0 : tensor<?x?xT>
+  %h = tensor.dim %w1, %c1 : tensor<?x?xT>
+  %o = tensor.dim %w2, %c1 : tensor<?x?xT>
+  %e1 = tensor.empty(%m, %h) : tensor<?x?xT>
+  %f1 = linalg.fill ins(%z : T) outs(%e1 : tensor<?x?xT>) -> tensor<?x?xT>
+  %a1 = linalg.matmul ins(%x, %w1 : tensor<?x?xT>, tensor<?x?xT>) outs(%f1 : tensor<?x?xT>) -> tensor<?x?xT>
+  %th = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%a1, %b1 : tensor<?x?xT>, tensor<?xT>) outs(%e1 : tensor<?x?xT>) {
+  ^bb0(%a: T, %b: T, %out: T):
+    %s = arith.addf %a, %b : T
+    %y = math.tanh %s : T
+    linalg.yield %y : T
+  } -> tensor<?x?xT>
+  %e2 = tensor.empty(%m, %o) : tensor<?x?xT>
+  %f2 = linalg.fill ins(%z : T) outs(%e2 : tensor<?x?xT>) -> tensor<?x?xT>
+  %a2 = linalg.matmul ins(%th, %w2 : tensor<?x?xT>, tensor<?x?xT>) outs(%f2 : tensor<?x?xT>) -> tensor<?x?xT>
+  %init = tensor.from_elements %z : tensor<T>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>], iterator_types = ["reduction", "reduction"]}
+      ins(%a2, %t : tensor<?x?xT>, tensor<?x?xT>) outs(%init : tensor<T>) {
+  ^bb0(%a: T, %b: T, %acc: T):
+    %d = arith.subf %a, %b : T
+    %sq = arith.mulf %d, %d : T
+    %hs = arith.mulf %sq, %half : T
+    %s = arith.addf %acc, %hs : T
+    linalg.yield %s : T
+  } -> tensor<T>
+  %v = tensor.extract %r[] : tensor<T>
+  return %v : T
+}
+"""
+
+
+@pytest.mark.parametrize("t,dtype,rtol", [("f64", np.float64, 1e-11),
+                                          ("f32", np.float32, 2e-4)])
+@pytest.mark.parametrize("m,d,h,o", [(64, 96, 128, 80), (33, 40, 37, 64),
+                                     (40, 7, 300, 33)])
+def test_mlp_gradient_matches_its_adjoint(t, dtype, rtol, m, d, h, o):
+    # Large enough for the adjoint's contractions to take the transposed
+    # copies (X^T dZ and H^T dY: the narrow input; dY W2^T: strips of W2
+    # copied transposed), checked against the adjoint written with numpy.
+    mod = mlir_ad.compile(MLP.replace("T", t))
+    rng = np.random.default_rng(m + d + h + o)
+    x = rng.standard_normal((m, d)).astype(dtype) * 0.3
+    w1 = rng.standard_normal((d, h)).astype(dtype) * 0.2
+    b1 = rng.standard_normal(h).astype(dtype) * 0.1
+    w2 = rng.standard_normal((h, o)).astype(dtype) * 0.1
+    target = rng.standard_normal((m, o)).astype(dtype)
+    grads = mlir_ad.grad(mod.loss, wrt=(0, 1, 2, 3))(x, w1, b1, w2, target)
+    x64, w164, b164, w264, t64 = (a.astype(np.float64)
+                                  for a in (x, w1, b1, w2, target))
+    hid = np.tanh(x64 @ w164 + b164)
+    dy = hid @ w264 - t64
+    dz = (dy @ w264.T) * (1 - hid * hid)
+    expected = (dz @ w164.T, x64.T @ dz, dz.sum(0), hid.T @ dy)
+    for g, e in zip(grads, expected):
+        scale = np.abs(e).max()
+        np.testing.assert_allclose(g, e, rtol=rtol, atol=rtol * scale)
 
 
 INDEX = """

@@ -476,3 +476,104 @@ func.func @remainder_stays_scalar(%b: memref<?x?xf64>) {
   }
   return
 }
+
+// -----
+
+// The adjoint of a weight matrix, H^T D summed over the batch: H, the input
+// of the narrow (row) dimension, is read along the reduction across its
+// rows, one line per step at the stride of a row (on rows of a power-of-two
+// length all in one L1 set). A transposed copy with the reduction innermost
+// is made first (8 x 8 tiles transposed in registers) and read by every
+// strip of D's columns; it is freed after the product.
+// CHECK-LABEL: func.func @narrow_input_packed
+// CHECK:       %[[T:.*]] = memref.alloc() {alignment = 64 : i64} : memref<64x16xf64>
+// CHECK:       vector.shuffle
+// CHECK:       vector.store %{{.*}}, %[[T]]
+// CHECK:       scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<8x16xf64>)
+// CHECK:         vector.load %[[T]]
+// CHECK:       memref.dealloc %[[T]]
+// OFF-LABEL:   func.func @narrow_input_packed
+// OFF-NOT:     memref.alloc() {alignment = 64 : i64}
+#htd = [affine_map<(b, i, j) -> (b, i)>, affine_map<(b, i, j) -> (b, j)>, affine_map<(b, i, j) -> (i, j)>]
+func.func @narrow_input_packed(%h: memref<16x64xf64>, %d: memref<16x64xf64>) -> memref<64x64xf64> {
+  %o = memref.alloc() : memref<64x64xf64>
+  linalg.generic {indexing_maps = #htd, iterator_types = ["reduction", "parallel", "parallel"]}
+      ins(%h, %d : memref<16x64xf64>, memref<16x64xf64>) outs(%o : memref<64x64xf64>) {
+  ^bb0(%x: f64, %y: f64, %acc: f64):
+    %m = arith.mulf %y, %x : f64
+    %s = arith.addf %acc, %m : f64
+    linalg.yield %s : f64
+  }
+  return %o : memref<64x64xf64>
+}
+
+// -----
+
+// No copy of the narrow input where it would serve one strip of the wide
+// dimension (16 columns), or fewer than 8 reduction steps, or where the
+// output may be that input (two arguments of the caller's: a copy taken
+// before the op writes would read stale values).
+// (The transposed copies are the only shuffles.)
+// CHECK-LABEL: func.func @narrow_input_not_packed
+// CHECK-NOT:   vector.shuffle
+// CHECK:       vector<8x16xf64>
+// CHECK-NOT:   vector.shuffle
+// CHECK:       return
+#htd = [affine_map<(b, i, j) -> (b, i)>, affine_map<(b, i, j) -> (b, j)>, affine_map<(b, i, j) -> (i, j)>]
+func.func @narrow_input_not_packed(%h: memref<16x64xf64>, %d: memref<16x16xf64>, %h4: memref<4x64xf64>, %d4: memref<4x64xf64>, %e: memref<16x64xf64>, %o3: memref<64x64xf64>) -> (memref<64x16xf64>, memref<64x64xf64>) {
+  %o = memref.alloc() : memref<64x16xf64>
+  linalg.generic {indexing_maps = #htd, iterator_types = ["reduction", "parallel", "parallel"]}
+      ins(%h, %d : memref<16x64xf64>, memref<16x16xf64>) outs(%o : memref<64x16xf64>) {
+  ^bb0(%x: f64, %y: f64, %acc: f64):
+    %m = arith.mulf %y, %x : f64
+    %s = arith.addf %acc, %m : f64
+    linalg.yield %s : f64
+  }
+  %o2 = memref.alloc() : memref<64x64xf64>
+  linalg.generic {indexing_maps = #htd, iterator_types = ["reduction", "parallel", "parallel"]}
+      ins(%h4, %d4 : memref<4x64xf64>, memref<4x64xf64>) outs(%o2 : memref<64x64xf64>) {
+  ^bb0(%x: f64, %y: f64, %acc: f64):
+    %m = arith.mulf %y, %x : f64
+    %s = arith.addf %acc, %m : f64
+    linalg.yield %s : f64
+  }
+  linalg.generic {indexing_maps = #htd, iterator_types = ["reduction", "parallel", "parallel"]}
+      ins(%h, %e : memref<16x64xf64>, memref<16x64xf64>) outs(%o3 : memref<64x64xf64>) {
+  ^bb0(%x: f64, %y: f64, %acc: f64):
+    %m = arith.mulf %y, %x : f64
+    %s = arith.addf %acc, %m : f64
+    linalg.yield %s : f64
+  }
+  return %o, %o2 : memref<64x16xf64>, memref<64x64xf64>
+}
+
+// -----
+
+// dY W^T, the adjoint of a product's input: W, the wide input, is read
+// across its rows. With rows and steps enough for its strips to be copied
+// (32 and 16), each strip (steps x 16 columns of W^T) is copied transposed
+// into the function's strip buffer, in 8 x 8 tiles, instead of all of W
+// into a transposed copy of its own first.
+// CHECK-LABEL: func.func @wide_strips_transposed
+// CHECK:       %[[BUF:.*]] = memref.alloc() {alignment = 64 : i64} : memref<256x16xf64>
+// CHECK-NOT:   memref.alloc() {alignment = 64 : i64}
+// CHECK:       scf.for {{.*}} step %c16
+// CHECK:         vector.load %{{.*}} : memref<128x64xf64>, vector<8xf64>
+// CHECK:         vector.shuffle
+// CHECK:         vector.store %{{.*}}, %[[BUF]]
+// CHECK:       scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<8x16xf64>)
+// CHECK:         vector.load %[[BUF]]
+// CHECK:       memref.dealloc %[[BUF]]
+// CHECK-NEXT:  return
+#dwt = [affine_map<(j, b, i) -> (b, j)>, affine_map<(j, b, i) -> (i, j)>, affine_map<(j, b, i) -> (b, i)>]
+func.func @wide_strips_transposed(%d: memref<32x64xf64>, %w: memref<128x64xf64>) -> memref<32x128xf64> {
+  %o = memref.alloc() : memref<32x128xf64>
+  linalg.generic {indexing_maps = #dwt, iterator_types = ["reduction", "parallel", "parallel"]}
+      ins(%d, %w : memref<32x64xf64>, memref<128x64xf64>) outs(%o : memref<32x128xf64>) {
+  ^bb0(%x: f64, %y: f64, %acc: f64):
+    %m = arith.mulf %x, %y : f64
+    %s = arith.addf %acc, %m : f64
+    linalg.yield %s : f64
+  }
+  return %o : memref<32x128xf64>
+}
