@@ -82,6 +82,12 @@ CASES = [
     pytest.param(2, 9, 13, 3, 8, 3, 3, "f64", 1, 1, id="batch-width-11-remainder"),
     pytest.param(1, 8, 9, 8, 24, 2, 2, "f64", 1, 1, id="f-24-kernel-2x2"),
     pytest.param(1, 7, 10, 5, 32, 3, 3, "f32", 1, 1, id="f32"),
+    # Channels a power of two below a vector's lanes (f32: 16 with AVX-512,
+    # 8 with AVX2; f64: 8 and 4): the image's adjoint runs on narrower
+    # vectors of channels.
+    pytest.param(1, 12, 12, 8, 16, 3, 3, "f32", 1, 1, id="f32-8-channels"),
+    pytest.param(1, 12, 10, 4, 16, 3, 3, "f32", 1, 1, id="f32-4-channels"),
+    pytest.param(2, 9, 11, 4, 8, 3, 3, "f64", 1, 1, id="f64-4-channels"),
     pytest.param(1, 11, 11, 4, 16, 3, 3, "f64", 2, 1, id="stride-2-scalar"),
     pytest.param(1, 11, 12, 4, 16, 3, 3, "f64", 1, 2, id="dilation-2-scalar"),
 ]

@@ -510,6 +510,55 @@ def test_network_gradient(m, d, h, o):
         np.testing.assert_allclose(g, e, rtol=1e-6, atol=1e-8)
 
 
+NAMED_ELEMENTWISE = """
+func.func @row_max(%x: tensor<?x?xT>, %m: tensor<?xT>) -> tensor<?xT> {
+  %r = linalg.reduce ins(%x : tensor<?x?xT>) outs(%m : tensor<?xT>) dimensions = [1]
+    (%in: T, %acc: T) {
+      %y = arith.maximumf %in, %acc : T
+      linalg.yield %y : T
+    }
+  return %r : tensor<?xT>
+}
+func.func @exp_sum(%x: tensor<3xNxT>, %y: tensor<3xNxT>, %o: tensor<3xNxT>) -> tensor<3xNxT> {
+  %r = linalg.map ins(%x, %y : tensor<3xNxT>, tensor<3xNxT>) outs(%o : tensor<3xNxT>)
+    (%a: T, %b: T, %out: T) {
+      %e = math.exp %a : T
+      %s = arith.addf %e, %b : T
+      linalg.yield %s : T
+    }
+  return %r : tensor<3xNxT>
+}
+func.func @rows(%v: tensor<NxT>, %o: tensor<3xNxT>) -> tensor<3xNxT> {
+  %r = linalg.broadcast ins(%v : tensor<NxT>) outs(%o : tensor<3xNxT>) dimensions = [0]
+  return %r : tensor<3xNxT>
+}
+"""
+
+
+@pytest.mark.parametrize("t,dtype,rtol", [("f64", np.float64, 1e-14),
+                                          ("f32", np.float32, 4e-6)])
+@pytest.mark.parametrize("n", [1, 7, 17, 40, 1000])
+def test_named_elementwise_ops_with_remainders(t, dtype, rtol, n):
+    # Tiles of linalg.reduce, linalg.map and linalg.broadcast with a
+    # remainder along the vector loop (their main tiles are vectorized once
+    # the casts canonicalization leaves are folded into them).
+    mod = mlir_ad.compile(NAMED_ELEMENTWISE.replace("T", t)
+                          .replace("N", str(n)))
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal((3, n)).astype(dtype)
+    y = rng.standard_normal((3, n)).astype(dtype)
+    x[1, n // 2] = np.nan if n > 1 else x[1, 0]
+    with np.errstate(invalid="ignore"):
+        expected_max = np.max(x, axis=1, initial=-np.inf)
+    np.testing.assert_array_equal(
+        mod.row_max(x, np.full(3, -np.inf, dtype)), expected_max)
+    np.testing.assert_allclose(mod.exp_sum(x, y, np.zeros((3, n), dtype)),
+                               np.exp(x) + y, rtol=rtol, atol=10 * rtol)
+    v = rng.standard_normal(n).astype(dtype)
+    np.testing.assert_array_equal(mod.rows(v, np.zeros((3, n), dtype)),
+                                  np.broadcast_to(v, (3, n)))
+
+
 MLP = """
 func.func @loss(%x: tensor<?x?xT>, %w1: tensor<?x?xT>, %b1: tensor<?xT>, %w2: tensor<?x?xT>, %t: tensor<?x?xT>) -> T {
   %c0 = arith.constant 0 : index
