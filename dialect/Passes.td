@@ -434,7 +434,18 @@ def ADVectorizePass : Pass<"ad-vectorize", "::mlir::func::FuncOp"> {
     contiguous: read in place at the stride of a power-of-two row length,
     its lines fell in one L1 set), when the copy serves 32 rows or more,
     the op's loops are not shared among threads and its output cannot be
-    that input. A
+    that input; a generic's wide input read across its rows (`dY W^T`, the
+    adjoint of a product's input) has each strip (the last, partial one
+    too) copied transposed there, instead of all of it into a transposed
+    copy first, when the rows are one cache block (static, at most 16
+    register tiles: each block of rows would transpose the strips again).
+    The input of the narrow dimension, when it is read along the one
+    reduction across its rows at a static stride that is a multiple of
+    4 KB (`H^T dY` summed over a batch of 1024-column rows, the adjoint of
+    a weight matrix: one line per step, all in one L1 set), is copied
+    transposed first, the reduction innermost, when the copy serves four
+    strips of the wide dimension or more and the reduction has 8 steps or
+    more (at other strides the copy cost more than it saved). A
     convolution is tiled the same way: an input map's result may be a sum
     of loops (`oh + kh`, a window read), the wide loop is the output's
     innermost loop that no sum uses (output channels), the narrow one
@@ -444,10 +455,15 @@ def ADVectorizePass : Pass<"ad-vectorize", "::mlir::func::FuncOp"> {
     when the body adds to it (the tile loops change the order of the
     terms); named convolutions (`conv_2d_nhwc_hwcf`, `conv_1d_nwc_wcf`, ...)
     are generalized first when they fit, and so are the adjoints of
-    convolutions, which are generics of the same form. An input
+    convolutions, which are generics of the same form (their wide
+    dimension whole vectors, or a static power of two from 4 lanes, a
+    narrower vector: 8 channels of f32 at 512 bits). An input
     read across the output's innermost dimension (A B^T) is first copied
     transposed (in 8 x 8 tiles transposed in registers). Every other op is
-    tiled by one vector along its innermost loop; a reduction keeps its
+    tiled by one vector along its innermost loop (`linalg.map`,
+    `linalg.reduce` and `linalg.broadcast` too: the casts canonicalization
+    leaves on their peeled main tiles are folded into them when every
+    operand is then static); a reduction keeps its
     partial results in registers across its loop (with `reassociate`, a
     vector of them reduced once after the loop). Tile loops whose trip
     count the tile may not divide are peeled: the main loops run whole

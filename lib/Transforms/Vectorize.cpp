@@ -363,11 +363,14 @@ planOuterTiles(linalg::LinalgOp generic, int64_t lanes, int64_t rows,
 /// is not its innermost dimension, each step of a register tile loads the
 /// tile's rows from another line, at the stride of the input's rows: the
 /// adjoint of a weight matrix, `H^T D` summed over the batch, reads
-/// H[b, i..i+8] for b = 0..63, and with rows of a power-of-two length all
-/// those lines fall in one L1 set (64 x 1024 by 64 x 1024 f64 ran at 47
-/// GFLOP/s, and at 86 with H^T given). The copy (the narrow input's size,
-/// a pass over it) is read by every strip of the wide dimension: only when
-/// there are at least two of them and eight reduction steps.
+/// H[b, i..i+8] for b = 0..63. Where that stride is a multiple of 4 KB, all
+/// those lines fall in one set of an L1 cache of 32 KB or more (8-way or
+/// more: 64 sets of 64-byte lines), evicting each other (64 x 1024 by
+/// 64 x 1024 f64 ran at 47 GFLOP/s, and at 86 with H^T given). Only then:
+/// at other strides the copy (a malloc and a pass over the input) cost
+/// 10-40% more than it saved (256 x 784 by 256 x 128 f64, whose rows are
+/// 6272 bytes apart), and only where it serves four strips of the wide
+/// dimension or more and eight reduction steps.
 static std::optional<unsigned> narrowInputToPack(linalg::LinalgOp op,
                                                  const TilePlan &plan,
                                                  ArrayRef<int64_t> ranges) {
@@ -379,16 +382,27 @@ static std::optional<unsigned> narrowInputToPack(linalg::LinalgOp op,
   auto atLeast = [&](unsigned dim, int64_t size) {
     return ShapedType::isDynamic(ranges[dim]) || ranges[dim] >= size;
   };
-  if (!atLeast(wide, 2 * plan.sizes[wide]) || !atLeast(reduction, 8))
+  if (!atLeast(wide, 4 * plan.sizes[wide]) || !atLeast(reduction, 8))
     return std::nullopt;
   AffineExpr reductionExpr = getAffineDimExpr(reduction, op.getContext());
   for (OpOperand *input : op.getDpsInputOperands()) {
     AffineMap map = op.getMatchingIndexingMap(input);
-    if (input->getOperandNumber() == plan.packOperand ||
-        !isa<MemRefType>(input->get().getType()) ||
+    auto type = dyn_cast<MemRefType>(input->get().getType());
+    std::optional<unsigned> position = map.getResultPosition(reductionExpr);
+    if (input->getOperandNumber() == plan.packOperand || !type ||
+        !type.getElementType().isIntOrFloat() ||
         !map.isProjectedPermutation() || map.isFunctionOfDim(wide) ||
-        !map.isFunctionOfDim(narrow) || !map.isFunctionOfDim(reduction) ||
+        !map.isFunctionOfDim(narrow) || !position ||
         map.getResults().back() == reductionExpr)
+      continue;
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (failed(type.getStridesAndOffset(strides, offset)) ||
+        ShapedType::isDynamic(strides[*position]))
+      continue;
+    int64_t bytes = strides[*position] *
+                    llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+    if (bytes % 4096 != 0)
       continue;
     return input->getOperandNumber();
   }
@@ -937,7 +951,10 @@ struct StripInput {
 /// plain memref read as (reduction, wide), or, by a generic, as (wide,
 /// reduction) (`dY W^T`, the adjoint of a product's input: each strip is
 /// copied transposed instead of all of W once, which was written to a
-/// buffer of its own and read back); not where the output may be that
+/// buffer of its own and read back) when its rows are one cache block
+/// (static, at most kBlockRows register tiles: each block of rows copies
+/// the strips again, a transpose per block, where a whole transposed copy
+/// is made once and its strips copied as they are); not where the output may be that
 /// input (a copy taken before the op writes its output would read stale
 /// values), nor where threads could share the buffer (a loop of this op
 /// that ad-parallelize shares out, a parallel region of the user's around
@@ -975,7 +992,9 @@ static std::optional<StripInput> stripInput(linalg::LinalgOp op,
       found = StripInput{input->getOperandNumber(), false};
     else if (map.getResult(0) == wideExpr &&
              map.getResult(1) == reductionExpr &&
-             isa<linalg::GenericOp>(op.getOperation()) && !found)
+             isa<linalg::GenericOp>(op.getOperation()) && !found &&
+             !ShapedType::isDynamic(ranges[narrow]) &&
+             ranges[narrow] <= kBlockRows * plan.sizes[narrow])
       found = StripInput{input->getOperandNumber(), true};
   }
   if (!found)
@@ -1054,7 +1073,13 @@ static bool packWideStrips(RewriterBase &rewriter, linalg::LinalgOp op,
   }
   for (linalg::LinalgOp tile : tiles) {
     tile->removeAttr("__ad_vectorize_strip__");
-    if (tile->getParentOp() != strips.getOperation()) {
+    // A partial strip of a plain input is read where it is, rows of
+    // contiguous elements; of a transposed one, it is copied too (read in
+    // place it is a scalar loop across the rows of W, which ran 2-5x slower
+    // than the whole transposed copy it replaces where the wide dimension
+    // is less than a strip or not a multiple of one).
+    bool whole = tile->getParentOp() == strips.getOperation();
+    if (!whole && !stripped->transposed) {
       (void)tileAndPeel(rewriter, tile, plan, marker, reductionMarker,
                         /*parallelMarker=*/{});
       continue;
@@ -1077,7 +1102,10 @@ static bool packWideStrips(RewriterBase &rewriter, linalg::LinalgOp op,
     Value steps = memref::DimOp::create(rewriter, loc, source,
                                         stripped->transposed ? 1 : 0);
     SmallVector<OpFoldResult> offsets(2, rewriter.getIndexAttr(0));
-    SmallVector<OpFoldResult> viewSizes = {steps, rewriter.getIndexAttr(width)};
+    OpFoldResult columns = rewriter.getIndexAttr(width);
+    if (!whole)
+      columns = memref::DimOp::create(rewriter, loc, source, 0).getResult();
+    SmallVector<OpFoldResult> viewSizes = {steps, columns};
     SmallVector<OpFoldResult> strides(2, rewriter.getIndexAttr(1));
     Value view = memref::SubViewOp::create(rewriter, loc, buffer, offsets,
                                            viewSizes, strides);
@@ -1481,6 +1509,38 @@ static void correctIteratorTypes(RewriterBase &rewriter, linalg::GenericOp op) {
     rewriter.modifyOpInPlace(op, [&] { op.setIteratorTypesAttr(corrected); });
 }
 
+/// Folds into the tile `op` the memref.casts that make its static views
+/// dynamic, when every operand is then static. Canonicalization gives a
+/// peeled main tile its static views behind such casts (to the tile's
+/// dynamic type), which linalg ops with a folder fold away; linalg.map,
+/// linalg.reduce and linalg.broadcast have none (they need their operands'
+/// shapes to be equal, which a fold of some of them breaks), and their tiles
+/// stayed dynamic, so scalar: an f32 row maximum over 1000 columns (tiles of
+/// 16, a remainder of 8) ran one element at a time.
+static void foldStaticViewCasts(linalg::LinalgOp op) {
+  SmallVector<std::pair<OpOperand *, Value>> sources;
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto cast = operand.get().getDefiningOp<memref::CastOp>();
+    if (cast && memref::CastOp::canFoldIntoConsumerOp(cast))
+      sources.push_back({&operand, cast.getSource()});
+  }
+  if (sources.empty())
+    return;
+  auto isStatic = [](Value value) {
+    auto type = dyn_cast<ShapedType>(value.getType());
+    return !type || type.hasStaticShape();
+  };
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto it = llvm::find_if(sources, [&](auto &source) {
+      return source.first == &operand;
+    });
+    if (!isStatic(it != sources.end() ? it->second : operand.get()))
+      return;
+  }
+  for (auto [operand, source] : sources)
+    operand->set(source);
+}
+
 /// Applies `populate`'s patterns to `root` until nothing changes.
 static void applyPatterns(Operation *root,
                           function_ref<void(RewritePatternSet &)> populate) {
@@ -1709,12 +1769,9 @@ struct ADVectorizePass
           (!plan->contraction && !elementwise))
         continue;
       // The wide input with the wide dimension innermost, the narrow one
-      // with the reduction innermost: copies taken before the op, so not of
-      // a buffer the op may write.
+      // with the reduction innermost (whole copies, taken before the op).
       auto pack = [&](std::optional<unsigned> number, unsigned innerLoop) {
-        if (!number ||
-            !disjointRoots(rootBuffer(op->getOperand(*number)),
-                           rootBuffer(op.getDpsInitOperand(0)->get())))
+        if (!number)
           return;
         linalg::TransposeOp copy;
         FailureOr<linalg::LinalgOp> packed =
@@ -1771,23 +1828,13 @@ struct ADVectorizePass
         if (name.getDialectNamespace() == "linalg")
           name.getCanonicalizationPatterns(patterns, ctx);
     });
-    // Canonicalization gives a peeled main tile its static views behind a
-    // memref.cast to the tile's dynamic type, which linalg ops with a folder
-    // fold away; linalg.map, linalg.reduce and linalg.broadcast have none,
-    // and their tiles stayed dynamic, so scalar (an f32 row maximum over
-    // 1000 columns, tiles of 16 and a remainder of 8, ran one element at a
-    // time, the f64 one with tiles of 8 and no remainder as vectors).
-    func.walk([](linalg::LinalgOp op) {
-      if (op.hasPureBufferSemantics())
-        (void)memref::foldMemRefCast(op);
-    });
-
     // Whole tiles of static shape are vectorized; partial tiles (dynamic
     // sizes bounded by the tile) stay scalar loops.
     SmallVector<std::pair<linalg::LinalgOp, bool>> tiles;
     func.walk([&](linalg::LinalgOp op) {
       if (auto contraction = op->getAttrOfType<BoolAttr>(marker)) {
         op->removeAttr(marker);
+        foldStaticViewCasts(op);
         tiles.push_back({op, contraction.getValue()});
       }
     });

@@ -100,13 +100,15 @@ def test_contraction_f32(m, n, k):
 
 
 # At the thresholds of the transposed copies: the narrow input of A^T B
-# (and of the adjoint form) is copied with the reduction innermost from 8
-# steps and two strips of the wide dimension (7 steps: read in place); the
-# strips of B^T are copied transposed one at a time from 32 rows and 16
-# steps (31 rows: all of B^T first), with partial last strips, reductions
-# longer than a cache block (300) and the MLP adjoint's 64 x 1024 x 64.
-PACKED_SIZES = [(32, 33, 16), (31, 40, 16), (40, 32, 8), (40, 32, 7),
-                (65, 17, 300), (64, 1024, 64)]
+# is copied with the reduction innermost when its rows are a multiple of
+# 4 KB apart (static: 512 f64 or 1024 f32 columns), from 8 steps (7: read
+# in place) and four strips of the wide dimension; the strips of B^T are
+# copied transposed one at a time from 32 rows and 16 steps (31 rows: all
+# of B^T first), up to one cache block of rows (200: all of B^T first),
+# with partial last strips (33, 40, 17 columns) and reductions longer than
+# a cache block (300); the MLP adjoint's 64 x 1024 x 64.
+PACKED_SIZES = [(32, 33, 16), (31, 40, 16), (512, 64, 8), (512, 64, 7),
+                (1024, 128, 9), (65, 17, 300), (200, 40, 20), (64, 1024, 64)]
 
 
 @pytest.mark.parametrize("layout", ["atb", "abt", "atbt", "red_first"])

@@ -481,12 +481,12 @@ func.func @remainder_stays_scalar(%b: memref<?x?xf64>) {
 
 // The adjoint of a weight matrix, H^T D summed over the batch: H, the input
 // of the narrow (row) dimension, is read along the reduction across its
-// rows, one line per step at the stride of a row (on rows of a power-of-two
-// length all in one L1 set). A transposed copy with the reduction innermost
-// is made first (8 x 8 tiles transposed in registers) and read by every
-// strip of D's columns; it is freed after the product.
+// rows, one line per step at the stride of a row: 4 KB, so all in one L1
+// set. A transposed copy with the reduction innermost is made first (8 x 8
+// tiles transposed in registers) and read by every strip of D's columns;
+// it is freed after the product.
 // CHECK-LABEL: func.func @narrow_input_packed
-// CHECK:       %[[T:.*]] = memref.alloc() {alignment = 64 : i64} : memref<64x16xf64>
+// CHECK:       %[[T:.*]] = memref.alloc() {alignment = 64 : i64} : memref<512x16xf64>
 // CHECK:       vector.shuffle
 // CHECK:       vector.store %{{.*}}, %[[T]]
 // CHECK:       scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<8x16xf64>)
@@ -495,24 +495,24 @@ func.func @remainder_stays_scalar(%b: memref<?x?xf64>) {
 // OFF-LABEL:   func.func @narrow_input_packed
 // OFF-NOT:     memref.alloc() {alignment = 64 : i64}
 #htd = [affine_map<(b, i, j) -> (b, i)>, affine_map<(b, i, j) -> (b, j)>, affine_map<(b, i, j) -> (i, j)>]
-func.func @narrow_input_packed(%h: memref<16x64xf64>, %d: memref<16x64xf64>) -> memref<64x64xf64> {
-  %o = memref.alloc() : memref<64x64xf64>
+func.func @narrow_input_packed(%h: memref<16x512xf64>, %d: memref<16x64xf64>) -> memref<512x64xf64> {
+  %o = memref.alloc() : memref<512x64xf64>
   linalg.generic {indexing_maps = #htd, iterator_types = ["reduction", "parallel", "parallel"]}
-      ins(%h, %d : memref<16x64xf64>, memref<16x64xf64>) outs(%o : memref<64x64xf64>) {
+      ins(%h, %d : memref<16x512xf64>, memref<16x64xf64>) outs(%o : memref<512x64xf64>) {
   ^bb0(%x: f64, %y: f64, %acc: f64):
     %m = arith.mulf %y, %x : f64
     %s = arith.addf %acc, %m : f64
     linalg.yield %s : f64
   }
-  return %o : memref<64x64xf64>
+  return %o : memref<512x64xf64>
 }
 
 // -----
 
-// No copy of the narrow input where it would serve one strip of the wide
-// dimension (16 columns), or fewer than 8 reduction steps, or where the
-// output may be that input (two arguments of the caller's: a copy taken
-// before the op writes would read stale values).
+// No copy of the narrow input where it would serve fewer than four strips
+// of the wide dimension (48 columns: three of 16), or fewer than 8
+// reduction steps, or where its rows are not a multiple of 4 KB apart
+// (2 KB: the copy cost more than it saved), or of a dynamic stride.
 // (The transposed copies are the only shuffles.)
 // CHECK-LABEL: func.func @narrow_input_not_packed
 // CHECK-NOT:   vector.shuffle
@@ -520,31 +520,42 @@ func.func @narrow_input_packed(%h: memref<16x64xf64>, %d: memref<16x64xf64>) -> 
 // CHECK-NOT:   vector.shuffle
 // CHECK:       return
 #htd = [affine_map<(b, i, j) -> (b, i)>, affine_map<(b, i, j) -> (b, j)>, affine_map<(b, i, j) -> (i, j)>]
-func.func @narrow_input_not_packed(%h: memref<16x64xf64>, %d: memref<16x16xf64>, %h4: memref<4x64xf64>, %d4: memref<4x64xf64>, %e: memref<16x64xf64>, %o3: memref<64x64xf64>) -> (memref<64x16xf64>, memref<64x64xf64>) {
-  %o = memref.alloc() : memref<64x16xf64>
+func.func @narrow_input_not_packed(%h: memref<16x512xf64>, %d: memref<16x48xf64>, %h4: memref<4x512xf64>, %d4: memref<4x64xf64>, %h2k: memref<16x256xf64>, %d2k: memref<16x64xf64>, %hd: memref<16x?xf64>) -> (memref<512x48xf64>, memref<512x64xf64>, memref<256x64xf64>, memref<?x64xf64>) {
+  %o = memref.alloc() : memref<512x48xf64>
   linalg.generic {indexing_maps = #htd, iterator_types = ["reduction", "parallel", "parallel"]}
-      ins(%h, %d : memref<16x64xf64>, memref<16x16xf64>) outs(%o : memref<64x16xf64>) {
+      ins(%h, %d : memref<16x512xf64>, memref<16x48xf64>) outs(%o : memref<512x48xf64>) {
   ^bb0(%x: f64, %y: f64, %acc: f64):
     %m = arith.mulf %y, %x : f64
     %s = arith.addf %acc, %m : f64
     linalg.yield %s : f64
   }
-  %o2 = memref.alloc() : memref<64x64xf64>
+  %o2 = memref.alloc() : memref<512x64xf64>
   linalg.generic {indexing_maps = #htd, iterator_types = ["reduction", "parallel", "parallel"]}
-      ins(%h4, %d4 : memref<4x64xf64>, memref<4x64xf64>) outs(%o2 : memref<64x64xf64>) {
+      ins(%h4, %d4 : memref<4x512xf64>, memref<4x64xf64>) outs(%o2 : memref<512x64xf64>) {
   ^bb0(%x: f64, %y: f64, %acc: f64):
     %m = arith.mulf %y, %x : f64
     %s = arith.addf %acc, %m : f64
     linalg.yield %s : f64
   }
+  %o3 = memref.alloc() : memref<256x64xf64>
   linalg.generic {indexing_maps = #htd, iterator_types = ["reduction", "parallel", "parallel"]}
-      ins(%h, %e : memref<16x64xf64>, memref<16x64xf64>) outs(%o3 : memref<64x64xf64>) {
+      ins(%h2k, %d2k : memref<16x256xf64>, memref<16x64xf64>) outs(%o3 : memref<256x64xf64>) {
   ^bb0(%x: f64, %y: f64, %acc: f64):
     %m = arith.mulf %y, %x : f64
     %s = arith.addf %acc, %m : f64
     linalg.yield %s : f64
   }
-  return %o, %o2 : memref<64x16xf64>, memref<64x64xf64>
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %hd, %c1 : memref<16x?xf64>
+  %o4 = memref.alloc(%n) : memref<?x64xf64>
+  linalg.generic {indexing_maps = #htd, iterator_types = ["reduction", "parallel", "parallel"]}
+      ins(%hd, %d2k : memref<16x?xf64>, memref<16x64xf64>) outs(%o4 : memref<?x64xf64>) {
+  ^bb0(%x: f64, %y: f64, %acc: f64):
+    %m = arith.mulf %y, %x : f64
+    %s = arith.addf %acc, %m : f64
+    linalg.yield %s : f64
+  }
+  return %o, %o2, %o3, %o4 : memref<512x48xf64>, memref<512x64xf64>, memref<256x64xf64>, memref<?x64xf64>
 }
 
 // -----
@@ -632,4 +643,79 @@ func.func @conv_image_adjoint_f32(%dy: memref<1x30x30x16xf32>, %k: memref<3x3x8x
     linalg.yield %s : f32
   }
   return %dx : memref<1x32x32x8xf32>
+}
+
+// -----
+
+// Casts of an op's operands that are not the views of a tile stay (i1 and
+// index elements are not tiled): folding only some operands of linalg.map,
+// linalg.transpose, linalg.reduce or linalg.broadcast would give them
+// shapes that disagree, which their verifiers reject.
+// CHECK-LABEL: func.func @casts_of_untiled_ops
+// CHECK:       memref.cast
+// CHECK:       linalg.map { arith.xori } ins(%{{.*}}, %{{.*}} : memref<?xi1>, memref<?xi1>)
+// CHECK:       linalg.transpose ins(%{{.*}} : memref<?x?xindex>)
+// CHECK:       linalg.reduce { arith.xori } ins(%{{.*}} : memref<?x?xi1>)
+// CHECK:       linalg.broadcast ins(%{{.*}} : memref<?xi1>)
+func.func @casts_of_untiled_ops(%a: memref<16xi1>, %b: memref<?xi1>, %i: memref<16x8xindex>, %t: memref<?x?xindex>, %m: memref<16x8xi1>, %r: memref<?xi1>, %bb: memref<?x?xi1>) {
+  %c = memref.cast %a : memref<16xi1> to memref<?xi1>
+  linalg.map { arith.xori } ins(%c, %c : memref<?xi1>, memref<?xi1>) outs(%b : memref<?xi1>)
+  %ci = memref.cast %i : memref<16x8xindex> to memref<?x?xindex>
+  linalg.transpose ins(%ci : memref<?x?xindex>) outs(%t : memref<?x?xindex>) permutation = [1, 0]
+  %cm = memref.cast %m : memref<16x8xi1> to memref<?x?xi1>
+  linalg.reduce { arith.xori } ins(%cm : memref<?x?xi1>) outs(%r : memref<?xi1>) dimensions = [1]
+  linalg.broadcast ins(%c : memref<?xi1>) outs(%bb : memref<?x?xi1>) dimensions = [1]
+  return
+}
+
+// -----
+
+// dY W^T with 40 columns: two whole strips of 16 and a partial one of 8,
+// copied transposed too (read in place, it is a scalar loop across W's
+// rows).
+// CHECK-LABEL: func.func @partial_strip_transposed
+// CHECK:       %[[BUF:.*]] = memref.alloc() {alignment = 64 : i64} : memref<256x16xf64>
+// CHECK-NOT:   memref.alloc() {alignment = 64 : i64}
+// CHECK:       scf.for {{.*}} = %c0 to %c32 step %c16
+// CHECK:         vector.shuffle
+// CHECK:         vector.store %{{.*}}, %[[BUF]]
+// CHECK:       scf.for {{.*}} = %c32 to %c40 step %c16
+// CHECK:         vector.store %{{.*}}, %[[BUF]]
+// CHECK:         memref.subview %[[BUF]]
+// CHECK:         linalg.transpose ins(%{{.*}} : memref<?x8xf64, {{.*}}>) outs(%{{.*}} : memref<8x?xf64, strided<[16, 1], offset: ?>>)
+#dwt = [affine_map<(j, b, i) -> (b, j)>, affine_map<(j, b, i) -> (i, j)>, affine_map<(j, b, i) -> (b, i)>]
+func.func @partial_strip_transposed(%d: memref<32x64xf64>, %w: memref<40x64xf64>) -> memref<32x40xf64> {
+  %o = memref.alloc() : memref<32x40xf64>
+  linalg.generic {indexing_maps = #dwt, iterator_types = ["reduction", "parallel", "parallel"]}
+      ins(%d, %w : memref<32x64xf64>, memref<40x64xf64>) outs(%o : memref<32x40xf64>) {
+  ^bb0(%x: f64, %y: f64, %acc: f64):
+    %m = arith.mulf %x, %y : f64
+    %s = arith.addf %acc, %m : f64
+    linalg.yield %s : f64
+  }
+  return %o : memref<32x40xf64>
+}
+
+// -----
+
+// dY W^T over more rows than one cache block (16 register tiles of 8):
+// each block of rows would transpose the strips again, so all of W is
+// copied transposed once and its strips copied as they are.
+// CHECK-LABEL: func.func @rows_of_several_blocks
+// CHECK:       memref.alloc() {alignment = 64 : i64} : memref<256x16xf64>
+// CHECK:       %[[WT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<64x32xf64>
+// CHECK:       vector.shuffle
+// CHECK:       vector.store %{{.*}}, %[[WT]]
+// CHECK:       memref.dealloc %[[WT]]
+#dwt = [affine_map<(j, b, i) -> (b, j)>, affine_map<(j, b, i) -> (i, j)>, affine_map<(j, b, i) -> (b, i)>]
+func.func @rows_of_several_blocks(%d: memref<136x64xf64>, %w: memref<32x64xf64>) -> memref<136x32xf64> {
+  %o = memref.alloc() : memref<136x32xf64>
+  linalg.generic {indexing_maps = #dwt, iterator_types = ["reduction", "parallel", "parallel"]}
+      ins(%d, %w : memref<136x64xf64>, memref<32x64xf64>) outs(%o : memref<136x32xf64>) {
+  ^bb0(%x: f64, %y: f64, %acc: f64):
+    %m = arith.mulf %x, %y : f64
+    %s = arith.addf %acc, %m : f64
+    linalg.yield %s : f64
+  }
+  return %o : memref<136x32xf64>
 }
