@@ -13,8 +13,10 @@ precision: MLIR-AD's primal and gradient, PyTorch's forward and
 forward+backward, numpy's primal and, where it has one, a hand-written numpy
 gradient; the gradient ratios ours / torch and gradient / primal, and the
 machine bound of the gradient (its FLOPs at the OpenBLAS matmul rate
-measured in the same run). It writes peers.md (the table) and peers.png
-(the plot) to --out.
+measured in the same run, or, for the programs bound by memory, the bytes
+it must read and write at the bandwidth of a large numpy copy measured in
+the same run). It writes peers.md (the table) and peers.png (the plot) to
+--out.
 
 With --threads N (N > 1), every tool gets N threads: MLIR-AD compiles with
 parallel=True (OpenMP), torch and OpenBLAS use N threads; the table adds
@@ -203,7 +205,7 @@ func.func @f(%x: tensor<{n}xT>) -> T {{
     return dict(name=f"logsumexp {n:.0e}".replace("+0", ""), src=src, wrt=[0],
                 args=[rng.standard_normal(n)],
                 torch=lambda x: torch.logsumexp(x, 0), numpy=numpy_primal,
-                numpy_grad=numpy_grad, flops=None, bytes=3 * 8 * n)
+                numpy_grad=numpy_grad, flops=None, bytes=2 * 8 * n)
 
 
 def cross_entropy(rows, cols):
@@ -268,7 +270,7 @@ func.func @f(%x: tensor<{rows}x{cols}xT>, %y: tensor<{rows}x{cols}xT>) -> T {{
         torch=lambda x, y: torch.sum(
             y * (torch.logsumexp(x, 1, keepdim=True) - x)),
         numpy=numpy_primal, numpy_grad=numpy_grad, flops=None,
-        bytes=4 * 8 * rows * cols)
+        bytes=3 * 8 * rows * cols)
 
 
 def conv_net(size, cin, cout):
@@ -508,6 +510,14 @@ def workloads(quick):
     return w
 
 
+def memory_bandwidth():
+    """Bytes/s of a copy of 128 MB with numpy (bytes read plus written)."""
+    a = np.ones(16 * 2 ** 20)
+    b = np.empty_like(a)
+    t = best_time(lambda: np.copyto(b, a), min_reps=10)
+    return 2 * a.nbytes / t
+
+
 def blas_rate(dtype):
     """GFLOP/s of a 256^3 matmul in OpenBLAS (on the run's threads)."""
     a = np.random.rand(256, 256).astype(dtype)
@@ -588,9 +598,12 @@ def main():
     opts = parser.parse_args()
     rates = {t: blas_rate(d) for t, d in (("f64", np.float64),
                                           ("f32", np.float32))}
+    bandwidth = memory_bandwidth()
+    rates["bandwidth"] = bandwidth
     print(f"OpenBLAS 256^3 matmul, {THREADS} thread(s): "
           f"{rates['f64']:.1f} GFLOP/s f64, "
-          f"{rates['f32']:.1f} GFLOP/s f32; torch "
+          f"{rates['f32']:.1f} GFLOP/s f32; copy bandwidth "
+          f"{bandwidth / 1e9:.1f} GB/s; torch "
           f"{torch.__version__ if torch else 'missing'}")
     rows = []
     for w in workloads(opts.quick):
@@ -604,6 +617,10 @@ def main():
             bound = None
             if w.get("flops"):
                 bound = w["flops"] / (rates[t] * 1e9)
+            if w.get("bytes"):
+                # The workload's bytes are counted in f64 elements.
+                moved = w["bytes"] * np.dtype(dtype).itemsize / 8 / bandwidth
+                bound = max(bound or 0.0, moved)
             r["bound"] = bound
             rows.append(r)
             print(format_row(r), flush=True)
@@ -648,8 +665,11 @@ def write_outputs(rows, rates, out):
         f.write(f"Measured by `bench/peers` in one run: {cores}, best of "
                 "several calls from Python.\n"
                 f"OpenBLAS 256^3 matmul: {rates['f64']:.1f} GFLOP/s f64, "
-                f"{rates['f32']:.1f} GFLOP/s f32; the bound is the "
-                "gradient's FLOPs at that rate.\n\n")
+                f"{rates['f32']:.1f} GFLOP/s f32; numpy copy of 128 MB: "
+                f"{rates['bandwidth'] / 1e9:.1f} GB/s. The bound is the "
+                "gradient's FLOPs at that rate, or, for logsumexp and "
+                "cross-entropy, the bytes it must read and write (its "
+                "inputs and the gradient, once each) at that bandwidth.\n\n")
         f.write(HEADER + "\n|" + "---|" * HEADER.count(" |") + "\n")
         for r in rows:
             f.write(format_row(r) + "\n")

@@ -421,7 +421,8 @@ def ADVectorizePass : Pass<"ad-vectorize", "::mlir::func::FuncOp"> {
     `scf::tileUsingSCF` and vectorizes the tiles with `linalg::vectorize`.
     A contraction with one m and one n dimension (matmul, the adjoints of
     matmul and matvec, batch_matmul) is tiled into output tiles of 2
-    vectors by 8 rows (512-bit vectors: 32 registers) or 6 rows (narrower
+    vectors (one, when the static width is between one and two: a vector
+    of one and a half registers ran 20x slower) by 8 rows (512-bit vectors: 32 registers) or 6 rows (narrower
     vectors: 16 registers) with its reduction dimensions innermost and tile
     size 1, so each reduction step is one outer product and the output tile
     stays in registers across the reduction loop; the wide tile loop runs

@@ -82,6 +82,19 @@ static int64_t clampTile(int64_t preferred, int64_t staticSize) {
   return std::max<int64_t>(1, std::min(preferred, staticSize));
 }
 
+/// The tile of a contraction's wide dimension: two vectors of `lanes`, or
+/// the loop's static size when smaller; but one vector when that size is
+/// between one and two vectors, the rest a peeled tile of its own (a tile
+/// of 20 to 28 f32 with 16 lanes, a vector of more than one register and
+/// less than two, made the product 20x slower than one of 16 or 32
+/// columns).
+static int64_t wideTile(int64_t lanes, int64_t staticSize) {
+  if (!ShapedType::isDynamic(staticSize) && staticSize > lanes &&
+      staticSize < 2 * lanes)
+    return lanes;
+  return clampTile(2 * lanes, staticSize);
+}
+
 /// How one op is tiled: a tile size per loop (all nonzero) and the order of
 /// the tile loops.
 struct TilePlan {
@@ -345,7 +358,7 @@ planOuterTiles(linalg::LinalgOp generic, int64_t lanes, int64_t rows,
   TilePlan plan;
   plan.sizes.assign(numLoops, 1);
   plan.sizes[*narrow] = narrowTile(ranges[*narrow], rows);
-  plan.sizes[wide] = clampTile(2 * lanes, ranges[wide]);
+  plan.sizes[wide] = wideTile(lanes, ranges[wide]);
   for (unsigned dim : outputLoops)
     if (dim != *narrow)
       plan.interchange.push_back(dim);
@@ -441,7 +454,7 @@ static std::optional<TilePlan> planTiles(linalg::LinalgOp op,
       unsigned narrow = wide == dims->n.front() ? dims->m.front()
                                                 : dims->n.front();
       plan.sizes[narrow] = narrowTile(ranges[narrow], rows);
-      plan.sizes[wide] = clampTile(2 * lanes, ranges[wide]);
+      plan.sizes[wide] = wideTile(lanes, ranges[wide]);
       for (unsigned b : dims->batch)
         plan.interchange.push_back(b);
       plan.numBatch = dims->batch.size();

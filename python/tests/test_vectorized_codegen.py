@@ -91,7 +91,10 @@ def test_contraction_layouts(layout, m, n, k, dynamic):
     np.testing.assert_allclose(mod.f(*args), expected, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("m,n,k", [(16, 32, 8), (13, 35, 6), (100, 40, 300)])
+# 24, 20 and 28 columns: between one and two vectors of 16 lanes (AVX-512),
+# a tile of one vector and a remainder.
+@pytest.mark.parametrize("m,n,k", [(16, 32, 8), (13, 35, 6), (100, 40, 300),
+                                   (40, 24, 64), (33, 20, 17), (16, 28, 5)])
 def test_contraction_f32(m, n, k):
     rng = np.random.default_rng(1)
     shapes, args, expected = _operands("abt", m, n, k, rng, np.float32)

@@ -719,3 +719,17 @@ func.func @rows_of_several_blocks(%d: memref<136x64xf64>, %w: memref<32x64xf64>)
   }
   return %o : memref<136x32xf64>
 }
+
+// -----
+
+// 24 columns of f32 (16 lanes): register tiles of one vector of 16 columns
+// and a remainder, not of 24 (a vector of one and a half registers made
+// the product 20x slower than one of 16 or 32 columns).
+// CHECK-LABEL: func.func @wide_between_one_and_two_vectors
+// CHECK:       scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<8x16xf32>)
+// CHECK-NOT:   vector<8x24xf32>
+func.func @wide_between_one_and_two_vectors(%a: memref<64x32xf32>, %b: memref<32x24xf32>) -> memref<64x24xf32> {
+  %c = memref.alloc() : memref<64x24xf32>
+  linalg.matmul ins(%a, %b : memref<64x32xf32>, memref<32x24xf32>) outs(%c : memref<64x24xf32>)
+  return %c : memref<64x24xf32>
+}
