@@ -421,8 +421,10 @@ def ADVectorizePass : Pass<"ad-vectorize", "::mlir::func::FuncOp"> {
     `scf::tileUsingSCF` and vectorizes the tiles with `linalg::vectorize`.
     A contraction with one m and one n dimension (matmul, the adjoints of
     matmul and matvec, batch_matmul) is tiled into output tiles of 2
-    vectors (one, when the static width is between one and two: a vector
-    of one and a half registers ran 20x slower) by 8 rows (512-bit vectors: 32 registers) or 6 rows (narrower
+    vectors (a static width whose remainder after such tiles would be more
+    than a sixteenth of it: its largest divisor between half a vector and
+    one, or one vector and a remainder; a scalar remainder, or a vector of
+    one and a half registers, ran 10-20x slower) by 8 rows (512-bit vectors: 32 registers) or 6 rows (narrower
     vectors: 16 registers) with its reduction dimensions innermost and tile
     size 1, so each reduction step is one outer product and the output tile
     stays in registers across the reduction loop; the wide tile loop runs

@@ -129,6 +129,22 @@ def test_transposed_copies(layout, m, n, k, t, dtype, tol, dynamic):
                                atol=tol * np.sqrt(k))
 
 
+# Static widths of the output between and around vectors (8 f64 or 16 f32
+# lanes with AVX-512; 4 and 8 with AVX2): register tiles of a divisor of at
+# most one vector, of one vector and a remainder, or of two vectors.
+@pytest.mark.parametrize("layout", ["ab", "abt", "atb"])
+@pytest.mark.parametrize("n", [10, 12, 14, 20, 23, 24, 28, 40, 48])
+@pytest.mark.parametrize("t,dtype,tol", [("f64", np.float64, 1e-12),
+                                         ("f32", np.float32, 1e-4)])
+def test_static_widths(layout, n, t, dtype, tol):
+    m, k = 37, 19
+    rng = np.random.default_rng(n)
+    shapes, args, expected = _operands(layout, m, n, k, rng, dtype)
+    mod = mlir_ad.compile(_contraction_source(layout, *shapes, t=t))
+    np.testing.assert_allclose(mod.f(*args), expected, rtol=tol,
+                               atol=tol * np.sqrt(k))
+
+
 NAMED = """
 func.func @matmul(%a: tensor<?x?xf64>, %b: tensor<?x?xf64>, %o: tensor<?x?xf64>) -> tensor<?x?xf64> {
   %r = linalg.matmul ins(%a, %b : tensor<?x?xf64>, tensor<?x?xf64>) outs(%o : tensor<?x?xf64>) -> tensor<?x?xf64>

@@ -670,7 +670,7 @@ func.func @casts_of_untiled_ops(%a: memref<16xi1>, %b: memref<?xi1>, %i: memref<
 
 // -----
 
-// dY W^T with 40 columns: two whole strips of 16 and a partial one of 8,
+// dY W^T with 34 columns: two whole strips of 16 and a partial one of 2,
 // copied transposed too (read in place, it is a scalar loop across W's
 // rows).
 // CHECK-LABEL: func.func @partial_strip_transposed
@@ -679,21 +679,20 @@ func.func @casts_of_untiled_ops(%a: memref<16xi1>, %b: memref<?xi1>, %i: memref<
 // CHECK:       scf.for {{.*}} = %c0 to %c32 step %c16
 // CHECK:         vector.shuffle
 // CHECK:         vector.store %{{.*}}, %[[BUF]]
-// CHECK:       scf.for {{.*}} = %c32 to %c40 step %c16
-// CHECK:         vector.store %{{.*}}, %[[BUF]]
+// CHECK:       scf.for {{.*}} = %c32 to %c34 step %c16
 // CHECK:         memref.subview %[[BUF]]
 // CHECK:         linalg.transpose ins(%{{.*}} : memref<?x8xf64, {{.*}}>) outs(%{{.*}} : memref<8x?xf64, strided<[16, 1], offset: ?>>)
 #dwt = [affine_map<(j, b, i) -> (b, j)>, affine_map<(j, b, i) -> (i, j)>, affine_map<(j, b, i) -> (b, i)>]
-func.func @partial_strip_transposed(%d: memref<32x64xf64>, %w: memref<40x64xf64>) -> memref<32x40xf64> {
-  %o = memref.alloc() : memref<32x40xf64>
+func.func @partial_strip_transposed(%d: memref<32x64xf64>, %w: memref<34x64xf64>) -> memref<32x34xf64> {
+  %o = memref.alloc() : memref<32x34xf64>
   linalg.generic {indexing_maps = #dwt, iterator_types = ["reduction", "parallel", "parallel"]}
-      ins(%d, %w : memref<32x64xf64>, memref<40x64xf64>) outs(%o : memref<32x40xf64>) {
+      ins(%d, %w : memref<32x64xf64>, memref<34x64xf64>) outs(%o : memref<32x34xf64>) {
   ^bb0(%x: f64, %y: f64, %acc: f64):
     %m = arith.mulf %x, %y : f64
     %s = arith.addf %acc, %m : f64
     linalg.yield %s : f64
   }
-  return %o : memref<32x40xf64>
+  return %o : memref<32x34xf64>
 }
 
 // -----
@@ -722,14 +721,19 @@ func.func @rows_of_several_blocks(%d: memref<136x64xf64>, %w: memref<32x64xf64>)
 
 // -----
 
-// 24 columns of f32 (16 lanes): register tiles of one vector of 16 columns
-// and a remainder, not of 24 (a vector of one and a half registers made
-// the product 20x slower than one of 16 or 32 columns).
-// CHECK-LABEL: func.func @wide_between_one_and_two_vectors
+// Static widths whose remainder after tiles of two vectors would be large
+// (f32, 16 lanes): 24 columns take tiles of 12 (a divisor of at most one
+// vector and at least half of one), 23 tiles of one vector and a
+// remainder; not tiles of 24 (one and a half registers) or 16 and a
+// scalar remainder of 8 (24 or 40 columns ran 10-20x slower than 32).
+// CHECK-LABEL: func.func @wide_remainders
+// CHECK:       scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<8x12xf32>)
 // CHECK:       scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<8x16xf32>)
 // CHECK-NOT:   vector<8x24xf32>
-func.func @wide_between_one_and_two_vectors(%a: memref<64x32xf32>, %b: memref<32x24xf32>) -> memref<64x24xf32> {
+func.func @wide_remainders(%a: memref<64x32xf32>, %b: memref<32x24xf32>, %b23: memref<32x23xf32>) -> (memref<64x24xf32>, memref<64x23xf32>) {
   %c = memref.alloc() : memref<64x24xf32>
   linalg.matmul ins(%a, %b : memref<64x32xf32>, memref<32x24xf32>) outs(%c : memref<64x24xf32>)
-  return %c : memref<64x24xf32>
+  %d = memref.alloc() : memref<64x23xf32>
+  linalg.matmul ins(%a, %b23 : memref<64x32xf32>, memref<32x23xf32>) outs(%d : memref<64x23xf32>)
+  return %c, %d : memref<64x24xf32>, memref<64x23xf32>
 }
