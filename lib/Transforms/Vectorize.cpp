@@ -121,6 +121,50 @@ struct TilePlan {
   std::optional<unsigned> packNarrow;
 };
 
+/// The loops of a contraction planned by `plan`: its narrow and wide
+/// dimensions and its first reduction, as the op numbers them (in the
+/// order of `plan.interchange`, or, once the op has been interchanged into
+/// that order, positions after the batch loops).
+struct ContractionLoops {
+  unsigned narrow, wide, reduction;
+};
+static ContractionLoops contractionLoops(const TilePlan &plan) {
+  unsigned batch = plan.numBatch;
+  if (plan.interchange.empty())
+    return {batch, batch + 1, batch + 2};
+  assert(plan.interchange.size() >= batch + 3 &&
+         "a contraction plan orders batch, narrow, wide and reduction loops");
+  return {static_cast<unsigned>(plan.interchange[batch]),
+          static_cast<unsigned>(plan.interchange[batch + 1]),
+          static_cast<unsigned>(plan.interchange[batch + 2])};
+}
+
+/// Makes input `number` of `generic` read `target` instead, which a
+/// transpose by `permutation` fills from the input first (created at the
+/// rewriter's insertion point): the input's map results are permuted the
+/// same way. Returns the transpose.
+static linalg::TransposeOp readTransposed(RewriterBase &rewriter,
+                                          linalg::GenericOp generic,
+                                          unsigned number,
+                                          ArrayRef<int64_t> permutation,
+                                          Value target) {
+  OpOperand &operand = generic->getOpOperand(number);
+  AffineMap map = generic.getMatchingIndexingMap(&operand);
+  auto copy = linalg::TransposeOp::create(rewriter, generic.getLoc(),
+                                          operand.get(), target, permutation);
+  SmallVector<AffineExpr> results;
+  for (int64_t i : permutation)
+    results.push_back(map.getResult(i));
+  SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
+  maps[number] = AffineMap::get(map.getNumDims(), map.getNumSymbols(),
+                                results, rewriter.getContext());
+  rewriter.modifyOpInPlace(generic, [&] {
+    operand.set(target);
+    generic.setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(maps));
+  });
+  return copy;
+}
+
 /// Replaces input `number` of the contraction `op` by a copy whose
 /// dimensions are permuted so that the one indexed by loop `innerLoop` is
 /// innermost, freed after the op. Returns the op (its generic form if it was
@@ -166,18 +210,7 @@ static FailureOr<linalg::LinalgOp> packInput(RewriterBase &rewriter,
   Value packed = memref::AllocOp::create(rewriter, loc, packedType,
                                          dynamicSizes,
                                          rewriter.getI64IntegerAttr(64));
-  copy = linalg::TransposeOp::create(rewriter, loc, operand.get(), packed,
-                                     permutation);
-  SmallVector<AffineExpr> results;
-  for (int64_t i : permutation)
-    results.push_back(map.getResult(i));
-  SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
-  maps[number] = AffineMap::get(map.getNumDims(), map.getNumSymbols(),
-                                results, rewriter.getContext());
-  rewriter.modifyOpInPlace(generic, [&] {
-    operand.set(packed);
-    generic.setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(maps));
-  });
+  copy = readTransposed(rewriter, generic, number, permutation, packed);
   rewriter.setInsertionPointAfter(generic);
   memref::DeallocOp::create(rewriter, loc, packed);
   return cast<linalg::LinalgOp>(generic.getOperation());
@@ -394,9 +427,7 @@ static std::optional<unsigned> narrowInputToPack(linalg::LinalgOp op,
                                                  ArrayRef<int64_t> ranges) {
   if (!plan.contraction || plan.interchange.size() != plan.numBatch + 3)
     return std::nullopt;
-  unsigned narrow = plan.interchange[plan.numBatch];
-  unsigned wide = plan.interchange[plan.numBatch + 1];
-  unsigned reduction = plan.interchange[plan.numBatch + 2];
+  auto [narrow, wide, reduction] = contractionLoops(plan);
   auto atLeast = [&](unsigned dim, int64_t size) {
     return ShapedType::isDynamic(ranges[dim]) || ranges[dim] >= size;
   };
@@ -814,8 +845,7 @@ static linalg::LinalgOp blockForCache(RewriterBase &rewriter,
       reductions.push_back(dim);
   if (reductions.size() != 1 || op.getNumLoops() < plan.numBatch + 3)
     return op;
-  unsigned narrow = plan.interchange.empty() ? plan.numBatch
-                                             : plan.interchange[plan.numBatch];
+  unsigned narrow = contractionLoops(plan).narrow;
   unsigned reduction = reductions.front();
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   auto largerThan = [&](unsigned dim, int64_t size) {
@@ -983,10 +1013,8 @@ static std::optional<StripInput> stripInput(linalg::LinalgOp op,
   if (plan.numBatch != 0 || op.getNumDpsInits() != 1 ||
       op.getNumLoops() != 3)
     return std::nullopt;
-  unsigned narrow = plan.interchange.empty() ? 0 : plan.interchange[0];
-  unsigned wide = plan.interchange.empty() ? 1 : plan.interchange[1];
+  auto [narrow, wide, reduction] = contractionLoops(plan);
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
-  unsigned reduction = 3 - narrow - wide;
   if (iterators[reduction] != utils::IteratorType::reduction ||
       iterators[narrow] != utils::IteratorType::parallel ||
       iterators[wide] != utils::IteratorType::parallel)
@@ -1051,10 +1079,9 @@ static bool packWideStrips(RewriterBase &rewriter, linalg::LinalgOp op,
   std::optional<StripInput> stripped = stripInput(op, plan, parallelMarker);
   if (!stripped)
     return false;
-  unsigned narrow = plan.interchange.empty() ? 0 : plan.interchange[0];
-  unsigned wide = plan.interchange.empty() ? 1 : plan.interchange[1];
-  unsigned reduction = 3 - narrow - wide;
-  int64_t steps = op.getStaticLoopRanges()[reduction];
+  ContractionLoops loops = contractionLoops(plan);
+  unsigned wide = loops.wide;
+  int64_t steps = op.getStaticLoopRanges()[loops.reduction];
   if (!ShapedType::isDynamic(steps) && steps > kBlockSteps)
     return false;
   int64_t width = plan.sizes[wide];
@@ -1129,18 +1156,9 @@ static bool packWideStrips(RewriterBase &rewriter, linalg::LinalgOp op,
                                            viewSizes, strides);
     if (stripped->transposed) {
       // The strip read as (reduction, wide) from its transposed copy.
-      auto generic = cast<linalg::GenericOp>(tile.getOperation());
-      SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
-      AffineMap map = maps[wideInput];
-      maps[wideInput] = AffineMap::get(
-          map.getNumDims(), 0, {map.getResult(1), map.getResult(0)},
-          rewriter.getContext());
-      auto copy = linalg::TransposeOp::create(rewriter, loc, source, view,
-                                              ArrayRef<int64_t>{1, 0});
-      rewriter.modifyOpInPlace(generic, [&] {
-        generic->setOperand(wideInput, view);
-        generic.setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(maps));
-      });
+      linalg::TransposeOp copy = readTransposed(
+          rewriter, cast<linalg::GenericOp>(tile.getOperation()), wideInput,
+          {1, 0}, view);
       tileTransposedCopy(rewriter, copy, vectorBits, marker, reductionMarker);
     } else {
       auto copy = linalg::CopyOp::create(rewriter, loc, source, view);
@@ -1800,15 +1818,14 @@ struct ADVectorizePass
         }
       };
       if (plan->contraction) {
-        unsigned numPlanned = plan->interchange.size();
+        ContractionLoops loops = contractionLoops(*plan);
         // A wide input whose strips are copied transposed one at a time is
         // not copied whole first.
         std::optional<StripInput> stripped =
             stripInput(op, *plan, parallelMarker);
         if (!stripped || !stripped->transposed)
-          pack(plan->packOperand, plan->interchange[plan->numBatch + 1]);
-        if (numPlanned == plan->numBatch + 3)
-          pack(plan->packNarrow, plan->interchange[plan->numBatch + 2]);
+          pack(plan->packOperand, loops.wide);
+        pack(plan->packNarrow, loops.reduction);
       }
       // A generic contraction's loops in the order of the tile loops
       // (batch, narrow, wide, reduction): its vectorized tile then folds
