@@ -681,6 +681,21 @@ dropUnitReductions(RewriterBase &rewriter, linalg::GenericOp generic) {
 
 static bool disjointBuffers(Value a, Value b);
 
+/// Whether `a` and `b` are the same elements: one value, or subviews of
+/// the same elements with the same offsets, sizes and strides (the views
+/// tiling makes of one operand read and written in place).
+static bool sameView(Value a, Value b) {
+  if (a == b)
+    return true;
+  auto viewA = a.getDefiningOp<memref::SubViewOp>();
+  auto viewB = b.getDefiningOp<memref::SubViewOp>();
+  return viewA && viewB && viewA.getType() == viewB.getType() &&
+         sameView(viewA.getSource(), viewB.getSource()) &&
+         viewA.getMixedOffsets() == viewB.getMixedOffsets() &&
+         viewA.getMixedSizes() == viewB.getMixedSizes() &&
+         viewA.getMixedStrides() == viewB.getMixedStrides();
+}
+
 /// Whether the iterations of `op` along loop `dim` write disjoint parts of
 /// its outputs and nothing else, and read nothing another iteration
 /// writes: every output is indexed by `dim` through a projected permutation
@@ -705,7 +720,7 @@ static bool writesDisjointSlices(linalg::LinalgOp op, int64_t dim) {
     for (OpOperand *input : op.getDpsInputOperands()) {
       if (!isa<BaseMemRefType>(input->get().getType()))
         continue;
-      bool inPlace = input->get() == init.get() &&
+      bool inPlace = sameView(input->get(), init.get()) &&
                      op.getMatchingIndexingMap(input) == map;
       if (!inPlace && !disjointBuffers(input->get(), init.get()))
         return false;
@@ -874,6 +889,144 @@ static linalg::LinalgOp blockForCache(RewriterBase &rewriter,
   if (tiled->tiledOps.size() != 1)
     return nullptr;
   return cast<linalg::LinalgOp>(tiled->tiledOps.front());
+}
+
+/// Loops below this many vectors are not split for alignment: the head's
+/// branches would cost more than the split stores save.
+constexpr int64_t kMinAlignedVectors = 4;
+
+/// Splits a one-loop elementwise `op` (tiled in `width` lanes; registers of
+/// `vectorBits`) before its first `p` elements, `p` the number that brings
+/// its first output to a register-aligned address, so that the vector loop
+/// over the rest stores whole aligned vectors: a store that crosses a cache
+/// line (every AVX-512 store of f64 at an odd element) costs two, and a
+/// stage of a stencil, `k[i] = x[i] * t[i-1]` written from element 1,
+/// would cross one with every vector (RK4 over 10^4 f64: 2x slower). The
+/// head, fewer than a register's lanes, runs in the remainder's tiles
+/// (marked with `marker`). Returns the op of the rest (`op` when nothing is
+/// split: the output is aligned already, not contiguous, or the loop is
+/// short). Any split point computes the same elements.
+static linalg::LinalgOp alignOutput(RewriterBase &rewriter,
+                                    linalg::LinalgOp op, const TilePlan &plan,
+                                    unsigned vectorBits, StringAttr marker) {
+  if (plan.contraction || op.getNumLoops() != 1 ||
+      op.getNumDpsInits() == 0 ||
+      op.getIteratorTypesArray().front() != utils::IteratorType::parallel)
+    return op;
+  int64_t width = plan.sizes.front();
+  OpOperand *output = op.getDpsInitOperand(0);
+  auto type = dyn_cast<MemRefType>(output->get().getType());
+  if (width < 4 || !type || type.getRank() != 1 ||
+      !op.getMatchingIndexingMap(output).isIdentity())
+    return op;
+  unsigned elementBits = type.getElementTypeBitWidth();
+  int64_t registerBytes = vectorBits / 8;
+  if (elementBits % 8 != 0 || elementBits == 0 ||
+      registerBytes % (elementBits / 8) != 0 ||
+      registerBytes / (elementBits / 8) < 2)
+    return op;
+  int64_t bytes = elementBits / 8;
+  int64_t lanes = registerBytes / bytes;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(type.getStridesAndOffset(strides, offset)) || strides[0] != 1)
+    return op;
+  int64_t size = op.getStaticLoopRanges().front();
+  if (!ShapedType::isDynamic(size) && size < kMinAlignedVectors * width)
+    return op;
+  // An aligned allocation viewed at a static offset: the split is known
+  // (and static when the loop's length is, which is then longer).
+  std::optional<int64_t> knownHead, staticHead;
+  Value root = ad::rootBuffer(output->get());
+  if (auto alloc = root.getDefiningOp<memref::AllocOp>();
+      alloc && alloc.getAlignment() &&
+      *alloc.getAlignment() % registerBytes == 0 &&
+      !ShapedType::isDynamic(offset)) {
+    knownHead = (lanes - offset % lanes) % lanes;
+    if (*knownHead == 0)
+      return op;
+    if (!ShapedType::isDynamic(size))
+      staticHead = knownHead;
+  }
+  Location loc = op.getLoc();
+  rewriter.setInsertionPoint(op);
+  auto tiling = cast<TilingInterface>(op.getOperation());
+  SmallVector<Range> domain = tiling.getIterationDomain(rewriter);
+  Value start = getValueOrCreateConstantIndexOp(rewriter, loc,
+                                                domain.front().offset);
+  Value total = getValueOrCreateConstantIndexOp(rewriter, loc,
+                                                domain.front().size);
+  auto constant = [&](int64_t value) -> Value {
+    return arith::ConstantIndexOp::create(rewriter, loc, value);
+  };
+  Value head;
+  if (knownHead) {
+    head = constant(*knownHead);
+  } else {
+    // (registerBytes - address % registerBytes) % registerBytes / bytes,
+    // the address that of the output's first element.
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(
+        rewriter, loc, output->get());
+    auto metadata = memref::ExtractStridedMetadataOp::create(
+        rewriter, loc, output->get());
+    Value address = arith::AddIOp::create(
+        rewriter, loc, base,
+        arith::MulIOp::create(rewriter, loc, metadata.getOffset(),
+                              constant(bytes)));
+    Value reg = constant(registerBytes);
+    Value past = arith::RemUIOp::create(rewriter, loc, address, reg);
+    Value gap = arith::RemUIOp::create(
+        rewriter, loc, arith::SubIOp::create(rewriter, loc, reg, past), reg);
+    head = arith::DivUIOp::create(rewriter, loc, gap, constant(bytes));
+  }
+  head = arith::MinUIOp::create(rewriter, loc, head, total);
+  FailureOr<TilingResult> first = tiling.getTiledImplementation(
+      rewriter, {OpFoldResult(start)}, {OpFoldResult(head)});
+  if (failed(first) || first->tiledOps.size() != 1)
+    return op;
+  FailureOr<TilingResult> rest = tiling.getTiledImplementation(
+      rewriter,
+      {OpFoldResult(arith::AddIOp::create(rewriter, loc, start, head))},
+      {OpFoldResult(arith::SubIOp::create(rewriter, loc, total, head))});
+  if (failed(rest) || rest->tiledOps.size() != 1) {
+    rewriter.eraseOp(first->tiledOps.front());
+    return op;
+  }
+  rewriter.eraseOp(op);
+  auto headOp = cast<linalg::LinalgOp>(first->tiledOps.front());
+  if (!staticHead) {
+    splitRemainder(rewriter, headOp, lanes, marker);
+    return cast<linalg::LinalgOp>(rest->tiledOps.front());
+  }
+  // A head of known length: its tiles of lanes / 2, ..., 1 elements that
+  // it has, each of static shape (splitRemainder's branches would hold
+  // views out of its bounds in the ones never taken).
+  auto headTiling = cast<TilingInterface>(headOp.getOperation());
+  int64_t done = 0;
+  bool tiled = true;
+  SmallVector<Operation *> pieces;
+  rewriter.setInsertionPoint(headOp);
+  for (int64_t piece = lanes / 2; piece >= 1; piece /= 2) {
+    if (*staticHead - done < piece)
+      continue;
+    FailureOr<TilingResult> tile = headTiling.getTiledImplementation(
+        rewriter, {OpFoldResult(rewriter.getIndexAttr(done))},
+        {OpFoldResult(rewriter.getIndexAttr(piece))});
+    tiled &= succeeded(tile);
+    if (succeeded(tile))
+      for (Operation *tileOp : tile->tiledOps) {
+        tileOp->setAttr(marker, rewriter.getBoolAttr(false));
+        pieces.push_back(tileOp);
+      }
+    done += piece;
+  }
+  if (tiled) {
+    rewriter.eraseOp(headOp);
+  } else {
+    for (Operation *piece : pieces)
+      rewriter.eraseOp(piece);
+  }
+  return cast<linalg::LinalgOp>(rest->tiledOps.front());
 }
 
 /// Tiles `op` as `plan` says and peels the tile loops whose trip count the
@@ -1850,6 +2003,8 @@ struct ADVectorizePass
                            reductionMarker, parallelMarker, stripBuffers))
           continue;
       }
+      if (!plan->contraction)
+        op = alignOutput(rewriter, op, *plan, bits, marker);
       (void)tileAndPeel(rewriter, op, *plan, marker, reductionMarker,
                         parallelMarker);
     }

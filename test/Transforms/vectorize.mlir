@@ -737,3 +737,100 @@ func.func @wide_remainders(%a: memref<64x32xf32>, %b: memref<32x24xf32>, %b23: m
   linalg.matmul ins(%a, %b23 : memref<64x32xf32>, memref<32x23xf32>) outs(%d : memref<64x23xf32>)
   return %c, %d : memref<64x24xf32>, memref<64x23xf32>
 }
+
+// -----
+
+// A one-loop elementwise op writing from element 1 of an aligned buffer (a
+// stencil's stage): its first 7 f64 (or fewer, when the loop is shorter)
+// run apart, in vectors of 4 and 2 and a last element, so that its vector
+// loop stores whole 64-byte lines from element 8. With static shapes, the
+// head's tiles are static.
+// CHECK-LABEL: func.func @aligned_head_known(
+// CHECK-NOT: extract_aligned_pointer
+// CHECK: arith.minui %{{.*}}, %c7
+// CHECK: vector.store %{{.*}}, %{{.*}}[%c1] : memref<?xf64>, vector<4xf64>
+// CHECK: scf.for
+// CHECK: vector.store %{{.*}} : memref<?xf64>, vector<8xf64>
+// CHECK-LABEL: func.func @aligned_head_static(
+// CHECK: vector.store %{{.*}}, %{{.*}}[%c1] : memref<101xf64>, vector<4xf64>
+// CHECK: vector.store %{{.*}}, %{{.*}}[%c5] : memref<101xf64>, vector<2xf64>
+// CHECK: vector.store %{{.*}}, %{{.*}}[%c7] : memref<101xf64>, vector<1xf64>
+// CHECK: scf.for
+// CHECK: vector.store %{{.*}} : memref<101xf64>, vector<8xf64>
+func.func @aligned_head_known(%x: memref<?xf64>) -> memref<?xf64> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %x, %c0 : memref<?xf64>
+  %m = arith.subi %n, %c1 : index
+  %out = memref.alloc(%n) {alignment = 64 : i64} : memref<?xf64>
+  %src = memref.subview %x[0] [%m] [1] : memref<?xf64> to memref<?xf64, strided<[1]>>
+  %dst = memref.subview %out[1] [%m] [1] : memref<?xf64> to memref<?xf64, strided<[1], offset: 1>>
+  linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+      ins(%src : memref<?xf64, strided<[1]>>) outs(%dst : memref<?xf64, strided<[1], offset: 1>>) {
+  ^bb0(%a: f64, %o: f64):
+    %y = arith.mulf %a, %a : f64
+    linalg.yield %y : f64
+  }
+  return %out : memref<?xf64>
+}
+func.func @aligned_head_static(%x: memref<100xf64>) -> memref<101xf64> {
+  %out = memref.alloc() {alignment = 128 : i64} : memref<101xf64>
+  %dst = memref.subview %out[1] [100] [1] : memref<101xf64> to memref<100xf64, strided<[1], offset: 1>>
+  linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+      ins(%x : memref<100xf64>) outs(%dst : memref<100xf64, strided<[1], offset: 1>>) {
+  ^bb0(%a: f64, %o: f64):
+    %y = arith.mulf %a, %a : f64
+    linalg.yield %y : f64
+  }
+  return %out : memref<101xf64>
+}
+
+// -----
+
+// An output of unknown alignment (an argument's view): the head's length
+// comes from its address.
+// CHECK-LABEL: func.func @aligned_head_dynamic(
+// CHECK: memref.extract_aligned_pointer_as_index
+// CHECK: arith.remui
+// CHECK: arith.minui
+// CHECK: scf.for
+// CHECK: vector.store %{{.*}} : memref<?xf64>, vector<8xf64>
+// OFF-LABEL: func.func @aligned_head_dynamic(
+// OFF-NOT: memref.extract_aligned_pointer_as_index
+func.func @aligned_head_dynamic(%x: memref<?xf64>, %out: memref<?xf64>) {
+  linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+      ins(%x : memref<?xf64>) outs(%out : memref<?xf64>) {
+  ^bb0(%a: f64, %o: f64):
+    %y = arith.addf %a, %o : f64
+    linalg.yield %y : f64
+  }
+  return
+}
+
+// -----
+
+// Aligned already (an aligned buffer from element 0) or short (static, 12
+// elements): not split.
+// CHECK-LABEL: func.func @aligned_head_none(
+// CHECK-NOT: extract_aligned_pointer
+// CHECK-NOT: vector<1xf64>
+// CHECK: return
+func.func @aligned_head_none(%x: memref<?xf64>, %z: memref<12xf64>) -> (memref<?xf64>, memref<12xf64>) {
+  %c0 = arith.constant 0 : index
+  %n = memref.dim %x, %c0 : memref<?xf64>
+  %out = memref.alloc(%n) {alignment = 64 : i64} : memref<?xf64>
+  linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+      ins(%x : memref<?xf64>) outs(%out : memref<?xf64>) {
+  ^bb0(%a: f64, %o: f64):
+    %y = arith.mulf %a, %a : f64
+    linalg.yield %y : f64
+  }
+  %small = memref.alloc() {alignment = 128 : i64} : memref<12xf64>
+  linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+      ins(%z : memref<12xf64>) outs(%small : memref<12xf64>) {
+  ^bb0(%a: f64, %o: f64):
+    %y2 = arith.mulf %a, %a : f64
+    linalg.yield %y2 : f64
+  }
+  return %out, %small : memref<?xf64>, memref<12xf64>
+}
