@@ -14,11 +14,6 @@
 // points [c][3]; triangles [T][3]; us [c][2]; mirror = -1 when the model is
 // mirrored, else 1.
 
-#map_v_b = affine_map<(v, j, b, k) -> (v, b)>
-#map_b_jk = affine_map<(v, j, b, k) -> (b, j, k)>
-#map_v_k = affine_map<(v, j, b, k) -> (v, k)>
-#map_v_j = affine_map<(v, j, b, k) -> (v, j)>
-
 // The pose parameters [25 columns][3], from theta (GradBench's
 // to_pose_params): global rotation, scale 1, translation, then per finger
 // three joints (the first with two angles) and a fixed one.
@@ -223,17 +218,23 @@ func.func private @vertices(%theta: tensor<26xf64>, %base_rel: tensor<22x4x4xf64
     scf.yield %ab1, %tf1 : tensor<22x4x4xf64>, tensor<22x4x4xf64>
   }
   // Skinning: position[v][j] = sum over bones b and k of
-  // weights[v][b] transforms[b][j][k] base_positions[v][k], for j < 3.
+  // weights[v][b] transforms[b][j][k] base_positions[v][k], for j < 3: the
+  // blended transforms M[v] = sum over b of weights[v][b] transforms[b]
+  // ([V][22] x [22][12], a matrix product), each applied to its vertex.
   %nv = tensor.dim %base_pos, %c0 : tensor<?x4xf64>
   %t3 = tensor.extract_slice %transforms[0, 0, 0] [22, 3, 4] [1, 1, 1] : tensor<22x4x4xf64> to tensor<22x3x4xf64>
+  %t12 = tensor.collapse_shape %t3 [[0], [1, 2]] : tensor<22x3x4xf64> into tensor<22x12xf64>
+  %me = tensor.empty(%nv) : tensor<?x12xf64>
+  %mz = linalg.fill ins(%zero : f64) outs(%me : tensor<?x12xf64>) -> tensor<?x12xf64>
+  %blend = linalg.matmul ins(%weights, %t12 : tensor<?x22xf64>, tensor<22x12xf64>) outs(%mz : tensor<?x12xf64>) -> tensor<?x12xf64>
+  %blend3 = tensor.expand_shape %blend [[0], [1, 2]] output_shape [%nv, 3, 4] : tensor<?x12xf64> into tensor<?x3x4xf64>
   %pe = tensor.empty(%nv) : tensor<?x3xf64>
   %pz = linalg.fill ins(%zero : f64) outs(%pe : tensor<?x3xf64>) -> tensor<?x3xf64>
-  %skinned = linalg.generic {indexing_maps = [#map_v_b, #map_b_jk, #map_v_k, #map_v_j], iterator_types = ["parallel", "parallel", "reduction", "reduction"]}
-      ins(%weights, %t3, %base_pos : tensor<?x22xf64>, tensor<22x3x4xf64>, tensor<?x4xf64>) outs(%pz : tensor<?x3xf64>) {
-  ^bb0(%w: f64, %m: f64, %p: f64, %acc: f64):
-    %wm = arith.mulf %w, %m : f64
-    %wmp = arith.mulf %wm, %p : f64
-    %s = arith.addf %acc, %wmp : f64
+  %skinned = linalg.generic {indexing_maps = [affine_map<(v, j, k) -> (v, j, k)>, affine_map<(v, j, k) -> (v, k)>, affine_map<(v, j, k) -> (v, j)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%blend3, %base_pos : tensor<?x3x4xf64>, tensor<?x4xf64>) outs(%pz : tensor<?x3xf64>) {
+  ^bb0(%m: f64, %p: f64, %acc: f64):
+    %mp = arith.mulf %m, %p : f64
+    %s = arith.addf %acc, %mp : f64
     linalg.yield %s : f64
   } -> tensor<?x3xf64>
   // Mirroring (x negated), then the global rotation and translation.

@@ -834,3 +834,61 @@ func.func @aligned_head_none(%x: memref<?xf64>, %z: memref<12xf64>) -> (memref<?
   }
   return %out, %small : memref<?xf64>, memref<12xf64>
 }
+
+// -----
+
+// A product and its tangent in one loop nest (forward mode over a matmul):
+// planned as two contractions, each vectorized into register tiles.
+// CHECK-LABEL: func.func @two_contractions(
+// CHECK-NOT: outs(%{{[a-z0-9_]+}}, %
+// CHECK-COUNT-16: vector.fma {{.*}} : vector<6xf64>
+// CHECK-NOT: outs(%{{[a-z0-9_]+}}, %
+// CHECK: return
+func.func @two_contractions(%a: memref<?x22xf64>, %b: memref<22x12xf64>, %db: memref<22x12xf64>) -> (memref<?x12xf64>, memref<?x12xf64>) {
+  %c0 = arith.constant 0 : index
+  %n = memref.dim %a, %c0 : memref<?x22xf64>
+  %c = memref.alloc(%n) : memref<?x12xf64>
+  %dc = memref.alloc(%n) : memref<?x12xf64>
+  linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (k, j)>, affine_map<(i, j, k) -> (k, j)>, affine_map<(i, j, k) -> (i, j)>, affine_map<(i, j, k) -> (i, j)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b, %db : memref<?x22xf64>, memref<22x12xf64>, memref<22x12xf64>) outs(%c, %dc : memref<?x12xf64>, memref<?x12xf64>) {
+  ^bb0(%x: f64, %y: f64, %dy: f64, %o: f64, %do: f64):
+    %p = arith.mulf %x, %y : f64
+    %dp = arith.mulf %dy, %x : f64
+    %s = arith.addf %o, %p : f64
+    %ds = arith.addf %do, %dp : f64
+    linalg.yield %s, %ds : f64, f64
+  }
+  return %c, %dc : memref<?x12xf64>, memref<?x12xf64>
+}
+
+// -----
+
+// Not split: the second output reads the first's (one loop nest computes
+// them together), or the outputs may be one buffer (two arguments).
+// CHECK-LABEL: func.func @dependent_outputs(
+// CHECK: linalg.generic {{.*}} outs(%{{[a-z0-9_]+}}, %
+// CHECK-LABEL: func.func @aliased_outputs(
+// CHECK: linalg.generic {{.*}} outs(%{{[a-z0-9_]+}}, %
+func.func @dependent_outputs(%a: memref<?x22xf64>, %b: memref<22x12xf64>, %c: memref<?x12xf64>, %dc: memref<?x12xf64>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (k, j)>, affine_map<(i, j, k) -> (i, j)>, affine_map<(i, j, k) -> (i, j)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<?x22xf64>, memref<22x12xf64>) outs(%c, %dc : memref<?x12xf64>, memref<?x12xf64>) {
+  ^bb0(%x: f64, %y: f64, %o: f64, %do: f64):
+    %p = arith.mulf %x, %y : f64
+    %s = arith.addf %o, %p : f64
+    %ds = arith.addf %do, %s : f64
+    linalg.yield %s, %ds : f64, f64
+  }
+  return
+}
+func.func @aliased_outputs(%a: memref<?x22xf64>, %b: memref<22x12xf64>, %db: memref<22x12xf64>, %c: memref<?x12xf64>, %dc: memref<?x12xf64>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (k, j)>, affine_map<(i, j, k) -> (k, j)>, affine_map<(i, j, k) -> (i, j)>, affine_map<(i, j, k) -> (i, j)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b, %db : memref<?x22xf64>, memref<22x12xf64>, memref<22x12xf64>) outs(%c, %dc : memref<?x12xf64>, memref<?x12xf64>) {
+  ^bb0(%x: f64, %y: f64, %dy: f64, %o: f64, %do: f64):
+    %p = arith.mulf %x, %y : f64
+    %dp = arith.mulf %dy, %x : f64
+    %s = arith.addf %o, %p : f64
+    %ds = arith.addf %do, %dp : f64
+    linalg.yield %s, %ds : f64, f64
+  }
+  return
+}
