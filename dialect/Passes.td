@@ -462,7 +462,12 @@ def ADVectorizePass : Pass<"ad-vectorize", "::mlir::func::FuncOp"> {
     dimension whole vectors, or a static power of two from 4 lanes, a
     narrower vector: 8 channels of f32 at 512 bits). An input
     read across the output's innermost dimension (A B^T) is first copied
-    transposed (in 8 x 8 tiles transposed in registers). Every other op is
+    transposed (in 8 x 8 tiles transposed in registers). A generic with
+    several outputs whose each output is a contraction of the inputs alone
+    (forward mode over a product: `W T` and `W dT` in one loop nest) is
+    planned as one contraction per output, unless an output may overlap
+    what another output's computation reads or writes (no plan took the
+    multi-output op: it stayed scalar). Every other op is
     tiled by one vector along its innermost loop (`linalg.map`,
     `linalg.reduce` and `linalg.broadcast` too: the casts canonicalization
     leaves on their peeled main tiles are folded into them when every
@@ -474,7 +479,16 @@ def ADVectorizePass : Pass<"ad-vectorize", "::mlir::func::FuncOp"> {
     vector loop along a parallel innermost dimension runs as a tile of half
     the width, a quarter, ... two elements, each when that many are left
     (an `scf.if` per width, vectorized), and a last tile of at most one
-    element; other partial tiles are left to `convert-linalg-to-loops`. Elements whose width is not a power of
+    element; other partial tiles are left to `convert-linalg-to-loops`. A
+    one-loop parallel op whose first output starts between two registers'
+    addresses (a view from element 1: a stencil's stage, RK4's shifted
+    products) first computes its elements up to the next register boundary
+    apart (fewer than a register's lanes, in the same half-width tiles), so
+    that its vector loop stores aligned vectors (an unaligned 512-bit store
+    of f64 crosses a cache line); the split point is known at compile time
+    for an aligned allocation viewed at a static offset, else computed from
+    the address (`memref.extract_aligned_pointer_as_index`); loops of a
+    static length under 4 vectors are not split. Elements whose width is not a power of
     two of at least 8 bits are never vectorized, nor tiles whose body reads
     `linalg.index` of several loops (upstream vectorizes those wrongly);
     the function is verified after vectorization. Upstream vectorization
