@@ -891,22 +891,77 @@ static linalg::LinalgOp blockForCache(RewriterBase &rewriter,
   return cast<linalg::LinalgOp>(tiled->tiledOps.front());
 }
 
-/// Splits a generic with several outputs that reduces, each output
-/// computed from the inputs alone (not from another output), into one
-/// generic per output, when each is then a contraction: forward mode makes
-/// the product and its tangent, `W T` and `W dT`, one loop nest with two
-/// outputs, which no contraction plan takes (it stayed scalar, 6x slower
-/// than the two products). Each new op reads only the inputs its output's
-/// computation uses. Nothing is split when an output may overlap an
-/// operand another output's computation reads or writes (the single loop
-/// nest interleaved them), or the body has memory effects. Returns the new
-/// ops (empty: `op` unchanged).
+/// The block arguments of `body` that `value` depends on.
+static llvm::SmallBitVector argumentsUsed(Block *body, Value value) {
+  llvm::SmallBitVector used(body->getNumArguments());
+  SmallVector<Value> worklist = {value};
+  llvm::DenseSet<Value> seen;
+  while (!worklist.empty()) {
+    Value next = worklist.pop_back_val();
+    if (!seen.insert(next).second)
+      continue;
+    if (auto arg = dyn_cast<BlockArgument>(next)) {
+      if (arg.getOwner() == body)
+        used.set(arg.getArgNumber());
+      continue;
+    }
+    if (Operation *def = next.getDefiningOp(); def && def->getBlock() == body)
+      llvm::append_range(worklist, def->getOperands());
+  }
+  return used;
+}
+
+/// The terms of `value`, a sum (`arith.addf` tree) that adds `acc` once:
+/// the summands other than `acc`. None when `acc` is not one of them, or
+/// another summand reads it.
+static std::optional<SmallVector<Value>> termsBesides(Block *body,
+                                                      Value value,
+                                                      BlockArgument acc) {
+  SmallVector<Value> terms;
+  unsigned accs = 0;
+  SmallVector<Value> worklist = {value};
+  while (!worklist.empty()) {
+    Value next = worklist.pop_back_val();
+    if (next == acc) {
+      ++accs;
+      continue;
+    }
+    auto add = next.getDefiningOp<arith::AddFOp>();
+    if (add && add->getBlock() == body) {
+      worklist.push_back(add.getRhs());
+      worklist.push_back(add.getLhs());
+      continue;
+    }
+    if (argumentsUsed(body, next).test(acc.getArgNumber()))
+      return std::nullopt;
+    terms.push_back(next);
+  }
+  if (accs != 1)
+    return std::nullopt;
+  return terms;
+}
+
+/// Splits a generic that reduces into contractions, when it is made of
+/// them: one generic per output when each output's value depends on the
+/// inputs alone (forward mode makes a product and its tangent, `W T` and
+/// `W dT`, one loop nest with two outputs), and, when an output adds
+/// several terms, one generic per term, each adding its own to the output
+/// in turn (the tangent of a product of two active operands, `dW T + W
+/// dT`, and the adjoints of forward mode's products in an hvp). No plan
+/// takes an op with several outputs or a sum of products: they ran as
+/// scalar loops (an hvp through a 64 x 256 x 256 product: 34x its
+/// gradient). Each new op reads only the inputs its value uses; a term's
+/// op reads the output its previous term wrote, so float sums are
+/// rounded in another order (not under `reassociate=false`). Nothing is
+/// split unless every part is then planned as a contraction, the body has
+/// no memory effects, and no output may overlap another output or an input
+/// a part other than its own first reads. Returns the new ops (empty: `op`
+/// unchanged).
 static SmallVector<linalg::LinalgOp>
 splitContractions(RewriterBase &rewriter, linalg::GenericOp op,
-                  unsigned vectorBits) {
+                  unsigned vectorBits, bool reassociate) {
   unsigned numOutputs = op.getNumDpsInits();
-  if (numOutputs < 2 || !op.hasPureBufferSemantics() ||
-      op.getNumReductionLoops() == 0 ||
+  if (!op.hasPureBufferSemantics() || op.getNumReductionLoops() == 0 ||
       !llvm::all_of(op.getBlock()->without_terminator(), [](Operation &inner) {
         return isMemoryEffectFree(&inner) && inner.getNumRegions() == 0;
       }))
@@ -914,58 +969,87 @@ splitContractions(RewriterBase &rewriter, linalg::GenericOp op,
   Block *body = op.getBlock();
   auto yield = cast<linalg::YieldOp>(body->getTerminator());
   unsigned numInputs = op.getNumDpsInputs();
-  // The block arguments each output's value depends on.
+  // A part: an output and the value it takes, or the term it adds.
+  struct Part {
+    unsigned output;
+    Value value;
+    bool addsTerm;
+  };
+  SmallVector<Part> parts;
   SmallVector<llvm::SmallBitVector> uses;
   for (unsigned i = 0; i < numOutputs; ++i) {
-    llvm::SmallBitVector used(body->getNumArguments());
-    SmallVector<Value> worklist = {yield.getOperand(i)};
-    llvm::DenseSet<Value> seen;
-    while (!worklist.empty()) {
-      Value value = worklist.pop_back_val();
-      if (!seen.insert(value).second)
-        continue;
-      if (auto arg = dyn_cast<BlockArgument>(value)) {
-        if (arg.getOwner() == body)
-          used.set(arg.getArgNumber());
-        continue;
-      }
-      if (Operation *def = value.getDefiningOp(); def && def->getBlock() == body)
-        llvm::append_range(worklist, def->getOperands());
-    }
+    Value value = yield.getOperand(i);
+    llvm::SmallBitVector used = argumentsUsed(body, value);
     for (unsigned j = 0; j < numOutputs; ++j)
       if (j != i && used.test(numInputs + j))
         return {};
+    std::optional<SmallVector<Value>> terms;
+    if (reassociate)
+      terms = termsBesides(body, value, body->getArgument(numInputs + i));
+    if (terms && terms->size() >= 2) {
+      for (Value term : *terms) {
+        parts.push_back({i, term, true});
+        uses.push_back(argumentsUsed(body, term));
+      }
+      continue;
+    }
+    parts.push_back({i, value, false});
     uses.push_back(std::move(used));
   }
-  // Outputs that may overlap anything another output's computation touches
-  // keep the one loop nest.
-  for (unsigned i = 0; i < numOutputs; ++i) {
-    Value out = op.getDpsInitOperand(i)->get();
-    for (unsigned j = 0; j < numOutputs; ++j) {
-      if (j == i)
-        continue;
-      if (!disjointBuffers(out, op.getDpsInitOperand(j)->get()))
+  if (parts.size() < 2)
+    return {};
+  // An output may not overlap another output, nor an input that a part
+  // other than the output's first reads (the parts run one after another).
+  for (auto [p, part] : llvm::enumerate(parts)) {
+    Value out = op.getDpsInitOperand(part.output)->get();
+    for (auto [q, other] : llvm::enumerate(parts)) {
+      if (other.output != part.output &&
+          !disjointBuffers(out, op.getDpsInitOperand(other.output)->get()))
         return {};
+      bool firstOfOutput =
+          llvm::find_if(parts, [&](const Part &candidate) {
+            return candidate.output == part.output;
+          }) == parts.begin() + q;
+      if (q == p && firstOfOutput)
+        continue;
       for (unsigned k = 0; k < numInputs; ++k)
-        if (uses[j].test(k) &&
+        if (uses[q].test(k) &&
             isa<BaseMemRefType>(op.getDpsInputOperand(k)->get().getType()) &&
             !disjointBuffers(out, op.getDpsInputOperand(k)->get()))
           return {};
     }
   }
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  // Each part's operands must still index every loop (the tangent of an
+  // accumulator alone, `out + 0`, reads no input: its reduction loop would
+  // index nothing).
+  for (auto [part, used] : llvm::zip(parts, uses)) {
+    llvm::SmallBitVector loops(op.getNumLoops());
+    auto cover = [&](AffineMap map) {
+      for (unsigned dim = 0; dim < op.getNumLoops(); ++dim)
+        if (map.isFunctionOfDim(dim))
+          loops.set(dim);
+    };
+    for (unsigned k = 0; k < numInputs; ++k)
+      if (used.test(k))
+        cover(maps[k]);
+    cover(maps[numInputs + part.output]);
+    if (!loops.all())
+      return {};
+  }
   SmallVector<linalg::LinalgOp> split;
   rewriter.setInsertionPoint(op);
-  for (unsigned i = 0; i < numOutputs; ++i) {
+  for (auto [part, used] : llvm::zip(parts, uses)) {
     SmallVector<Value> inputs;
     SmallVector<AffineMap> newMaps;
     SmallVector<unsigned> kept;
     for (unsigned k = 0; k < numInputs; ++k)
-      if (uses[i].test(k)) {
+      if (used.test(k)) {
         inputs.push_back(op.getDpsInputOperand(k)->get());
         newMaps.push_back(maps[k]);
         kept.push_back(k);
       }
+    unsigned i = part.output;
     newMaps.push_back(maps[numInputs + i]);
     auto generic = linalg::GenericOp::create(
         rewriter, op.getLoc(), TypeRange(), inputs,
@@ -978,12 +1062,14 @@ splitContractions(RewriterBase &rewriter, linalg::GenericOp op,
           mapping.map(body->getArgument(numInputs + i), args.back());
           for (Operation &inner : body->without_terminator())
             b.clone(inner, mapping);
-          linalg::YieldOp::create(b, loc,
-                                  mapping.lookupOrDefault(yield.getOperand(i)));
+          Value result = mapping.lookupOrDefault(part.value);
+          if (part.addsTerm)
+            result = arith::AddFOp::create(b, loc, args.back(), result);
+          linalg::YieldOp::create(b, loc, result);
         });
     split.push_back(cast<linalg::LinalgOp>(generic.getOperation()));
   }
-  // The clones of what the other outputs compute are dead in each.
+  // The clones of what the other parts compute are dead in each.
   for (linalg::LinalgOp part : split) {
     SmallVector<Operation *> inners;
     for (Operation &inner : part.getBlock()->without_terminator())
@@ -1045,8 +1131,12 @@ static linalg::LinalgOp alignOutput(RewriterBase &rewriter,
   int64_t offset;
   if (failed(type.getStridesAndOffset(strides, offset)) || strides[0] != 1)
     return op;
+  // (The head is counted in the output's elements, which may be narrower
+  // than the widest operand's that set the tile: i8 from f64 has a head of
+  // up to 63 at 512 bits.)
+  int64_t shortest = std::max(kMinAlignedVectors * width, 2 * lanes);
   int64_t size = op.getStaticLoopRanges().front();
-  if (!ShapedType::isDynamic(size) && size < kMinAlignedVectors * width)
+  if (!ShapedType::isDynamic(size) && size < shortest)
     return op;
   // An aligned allocation viewed at a static offset: the split is known
   // (and static when the loop's length is, which is then longer).
@@ -1059,7 +1149,7 @@ static linalg::LinalgOp alignOutput(RewriterBase &rewriter,
     knownHead = (lanes - offset % lanes) % lanes;
     if (*knownHead == 0)
       return op;
-    if (!ShapedType::isDynamic(size))
+    if (!ShapedType::isDynamic(size) && *knownHead < size)
       staticHead = knownHead;
   }
   Location loc = op.getLoc();
@@ -1094,6 +1184,14 @@ static linalg::LinalgOp alignOutput(RewriterBase &rewriter,
     head = arith::DivUIOp::create(rewriter, loc, gap, constant(bytes));
   }
   head = arith::MinUIOp::create(rewriter, loc, head, total);
+  // A short loop of dynamic length is not split: the head's branches
+  // would cost more than its aligned stores save (9-33 f64: 20-25%).
+  if (ShapedType::isDynamic(size)) {
+    Value longEnough = arith::CmpIOp::create(
+        rewriter, loc, arith::CmpIPredicate::sge, total, constant(shortest));
+    head = arith::SelectOp::create(rewriter, loc, longEnough, head,
+                                   constant(0));
+  }
   FailureOr<TilingResult> first = tiling.getTiledImplementation(
       rewriter, {OpFoldResult(start)}, {OpFoldResult(head)});
   if (failed(first) || first->tiledOps.size() != 1)
@@ -2072,7 +2170,7 @@ struct ADVectorizePass
       auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
       SmallVector<linalg::LinalgOp> parts;
       if (generic && contractions)
-        parts = splitContractions(rewriter, generic, bits);
+        parts = splitContractions(rewriter, generic, bits, reassociate);
       if (parts.empty())
         planned.push_back(op);
       else

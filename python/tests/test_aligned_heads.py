@@ -193,3 +193,37 @@ def test_static_windows(t, dtype, rtol, at, length, rng):
     want = np.full(size, SENTINEL, dtype)
     want[at:at + length] = np.exp(x) + x
     np.testing.assert_allclose(m.window(x), want, rtol=rtol, atol=rtol)
+
+
+NARROW = """
+func.func @window(%x: tensor<LENxf64>) -> tensor<SIZExi8> {
+  %s = arith.constant -7 : i8
+  %e = tensor.empty() : tensor<SIZExi8>
+  %filled = linalg.fill ins(%s : i8) outs(%e : tensor<SIZExi8>) -> tensor<SIZExi8>
+  %dest = tensor.extract_slice %filled[AT] [LEN] [1] : tensor<SIZExi8> to tensor<LENxi8>
+  %y = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+      ins(%x : tensor<LENxf64>) outs(%dest : tensor<LENxi8>) {
+  ^bb0(%a: f64, %o: i8):
+    %c = arith.fptosi %a : f64 to i8
+    linalg.yield %c : i8
+  } -> tensor<LENxi8>
+  %out = tensor.insert_slice %y into %filled[AT] [LEN] [1] : tensor<LENxi8> into tensor<SIZExi8>
+  return %out : tensor<SIZExi8>
+}
+"""
+
+
+@pytest.mark.parametrize("at", [1, 5, 63])
+@pytest.mark.parametrize("length", [33, 40, 63, 64, 65, 130])
+def test_static_windows_of_narrower_elements(at, length, rng):
+    # The head is counted in i8 (up to 63 at 512 bits) while the tile is
+    # set by f64 (8 lanes): a static head longer than the loop made views
+    # past its end (review finding).
+    size = at + length + 9
+    source = (NARROW.replace("SIZE", str(size)).replace("LEN", str(length))
+              .replace("AT", str(at)))
+    m = mlir_ad.compile(source)
+    x = rng.uniform(-100, 100, length)
+    want = np.full(size, -7, np.int8)
+    want[at:at + length] = np.trunc(x).astype(np.int8)
+    np.testing.assert_array_equal(m.window(x), want)

@@ -111,3 +111,97 @@ def test_jacobian_by_columns(rng, rows):
     # d tanh(W T)[i, j] / d T[a, b] = sech^2 (W T)[i, j] * W[i, a] [j == b].
     want = np.einsum("ij,ia,jb->ijab", sech2, w, np.eye(12))
     np.testing.assert_allclose(jac, want, rtol=1e-12, atol=1e-13)
+
+
+HVP = """
+func.func @loss(%x: tensor<ROWSx48xT>, %w: tensor<48xCOLSxT>) -> T {
+  %z = arith.constant 0.0 : T
+  %c0 = arith.constant 0 : index
+  %rows = tensor.dim %x, %c0 : tensor<ROWSx48xT>
+  %e = tensor.empty(DIMS) : tensor<ROWSxCOLSxT>
+  %f = linalg.fill ins(%z : T) outs(%e : tensor<ROWSxCOLSxT>) -> tensor<ROWSxCOLSxT>
+  %h = linalg.matmul ins(%x, %w : tensor<ROWSx48xT>, tensor<48xCOLSxT>) outs(%f : tensor<ROWSxCOLSxT>) -> tensor<ROWSxCOLSxT>
+  %t = math.tanh %h : tensor<ROWSxCOLSxT>
+  %s0 = tensor.empty() : tensor<T>
+  %s1 = linalg.fill ins(%z : T) outs(%s0 : tensor<T>) -> tensor<T>
+  %s = linalg.reduce ins(%t : tensor<ROWSxCOLSxT>) outs(%s1 : tensor<T>) dimensions = [0, 1]
+    (%a: T, %b: T) {
+      %q = arith.mulf %a, %a : T
+      %r = arith.addf %q, %b : T
+      linalg.yield %r : T
+    }
+  %v = tensor.extract %s[] : tensor<T>
+  return %v : T
+}
+func.func @hvp(%x: tensor<ROWSx48xT>, %w: tensor<48xCOLSxT>, %dx: tensor<ROWSx48xT>, %dw: tensor<48xCOLSxT>) -> (tensor<ROWSx48xT>, tensor<48xCOLSxT>) {
+  %hx, %hw = ad.hvp @loss(%x, %w) tangents(%dx, %dw) : (tensor<ROWSx48xT>, tensor<48xCOLSxT>) -> (tensor<ROWSx48xT>, tensor<48xCOLSxT>)
+  return %hx, %hw : tensor<ROWSx48xT>, tensor<48xCOLSxT>
+}
+"""
+
+
+def _loss_grad(x, w):
+    t = np.tanh(x @ w)
+    g = 2 * t * (1 - t * t)
+    return g @ w.T, x.T @ g
+
+
+@pytest.mark.parametrize("t,dtype,rtol", [("f64", np.float64, 1e-6),
+                                           ("f32", np.float32, 2e-3)])
+@pytest.mark.parametrize("rows,cols,static", [(1, 5, False), (9, 12, False),
+                                              (64, 33, False), (16, 24, True)])
+def test_hessian_vector_products_through_products(rng, t, dtype, rtol, rows,
+                                                  cols, static):
+    # Forward mode over the gradient: the tangents of X W and of the
+    # adjoints G W^T and X^T G are sums of two products of active operands
+    # (split into one contraction per term).
+    text = HVP.replace("COLS", str(cols)).replace("T", t)
+    if static:
+        text = text.replace("ROWS", str(rows)).replace("DIMS", "")
+    else:
+        text = text.replace("ROWS", "?").replace("DIMS", "%rows")
+    m = mlir_ad.compile(text)
+    x = (rng.standard_normal((rows, 48)) * 0.2).astype(dtype)
+    w = (rng.standard_normal((48, cols)) * 0.2).astype(dtype)
+    dx = rng.standard_normal((rows, 48)).astype(dtype)
+    dw = rng.standard_normal((48, cols)).astype(dtype)
+    hx, hw = m.hvp(x, w, dx, dw)
+    x64, w64, dx64, dw64 = (a.astype(np.float64) for a in (x, w, dx, dw))
+    eps = 1e-5
+    plus = _loss_grad(x64 + eps * dx64, w64 + eps * dw64)
+    minus = _loss_grad(x64 - eps * dx64, w64 - eps * dw64)
+    for got, p, q in zip((hx, hw), plus, minus):
+        want = (p - q) / (2 * eps)
+        scale = max(1.0, np.abs(want).max())
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * scale)
+
+
+ACCUMULATOR = """
+func.func @product(%a: tensor<ROWSx7xf64>, %b: tensor<7x9xf64>, %c: tensor<ROWSx9xf64>) -> tensor<ROWSx9xf64> {
+  %m = linalg.matmul ins(%a, %b : tensor<ROWSx7xf64>, tensor<7x9xf64>) outs(%c : tensor<ROWSx9xf64>) -> tensor<ROWSx9xf64>
+  %t = math.tanh %m : tensor<ROWSx9xf64>
+  return %t : tensor<ROWSx9xf64>
+}
+func.func @along(%a: tensor<ROWSx7xf64>, %b: tensor<7x9xf64>, %c: tensor<ROWSx9xf64>, %dc: tensor<ROWSx9xf64>) -> (tensor<ROWSx9xf64>, tensor<ROWSx9xf64>) {
+  %r, %d = ad.jvp @product(%a, %b, %c) tangents(%dc) {wrt = array<i64: 2>} : (tensor<ROWSx7xf64>, tensor<7x9xf64>, tensor<ROWSx9xf64>) -> (tensor<ROWSx9xf64>, tensor<ROWSx9xf64>)
+  return %r, %d : tensor<ROWSx9xf64>, tensor<ROWSx9xf64>
+}
+"""
+
+
+@pytest.mark.parametrize("rows,static", [(2, True), (2, False), (40, False)])
+def test_tangent_of_the_accumulator_alone(rng, rows, static):
+    # The tangent's body reads no input (`out + 0`): a part of its own
+    # would have a reduction loop that indexes nothing (it crashed the
+    # compiler: new-user finding).
+    m = mlir_ad.compile(ACCUMULATOR.replace("ROWS", str(rows) if static
+                                            else "?"))
+    a = rng.uniform(-1, 1, (rows, 7))
+    b = rng.uniform(-1, 1, (7, 9))
+    c = rng.uniform(-1, 1, (rows, 9))
+    dc = rng.uniform(-1, 1, (rows, 9))
+    r, d = m.along(a, b, c, dc)
+    prod = a @ b + c
+    np.testing.assert_allclose(r, np.tanh(prod), rtol=1e-13)
+    np.testing.assert_allclose(d, (1 - np.tanh(prod) ** 2) * dc, rtol=1e-12,
+                               atol=1e-14)

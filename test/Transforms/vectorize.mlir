@@ -1,5 +1,6 @@
 // RUN: ad-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(ad-vectorize{vector-bits=512}))" | FileCheck %s
 // RUN: ad-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(ad-vectorize{vector-bits=512 contractions=false elementwise=false}))" | FileCheck %s --check-prefix=OFF
+// RUN: ad-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(ad-vectorize{vector-bits=512 reassociate=false}))" | FileCheck %s --check-prefix=NOREASSOC
 
 // A matmul on buffers: 8 x 16 f64 output tiles kept in registers across
 // the reduction loop (read before it, carried, written after it), one
@@ -891,4 +892,35 @@ func.func @aliased_outputs(%a: memref<?x22xf64>, %b: memref<22x12xf64>, %db: mem
     linalg.yield %s, %ds : f64, f64
   }
   return
+}
+
+// -----
+
+// The tangent of a product of two active operands, dA B + A dB: one
+// contraction per term, the second adding to what the first wrote.
+// CHECK-LABEL: func.func @two_terms(
+// CHECK-NOT: arith.mulf {{.*}} : vector<8x6xf64>
+// CHECK-COUNT-16: vector.fma {{.*}} : vector<6xf64>
+// CHECK-NOT: arith.mulf {{.*}} : vector<8x6xf64>
+// CHECK: return
+// Under reassociate=false the sum keeps its order: one op (its tile's
+// body elementwise on the 8 x 6 output tile).
+// NOREASSOC-LABEL: func.func @two_terms(
+// NOREASSOC-NOT: vector.fma
+// NOREASSOC: arith.mulf {{.*}} : vector<8x6xf64>
+// NOREASSOC: return
+func.func @two_terms(%a: memref<?x22xf64>, %da: memref<?x22xf64>, %b: memref<22x12xf64>, %db: memref<22x12xf64>) -> memref<?x12xf64> {
+  %c0 = arith.constant 0 : index
+  %n = memref.dim %a, %c0 : memref<?x22xf64>
+  %dc = memref.alloc(%n) : memref<?x12xf64>
+  linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (k, j)>, affine_map<(i, j, k) -> (k, j)>, affine_map<(i, j, k) -> (i, j)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %da, %b, %db : memref<?x22xf64>, memref<?x22xf64>, memref<22x12xf64>, memref<22x12xf64>) outs(%dc : memref<?x12xf64>) {
+  ^bb0(%x: f64, %dx: f64, %y: f64, %dy: f64, %do: f64):
+    %p = arith.mulf %dx, %y : f64
+    %q = arith.mulf %x, %dy : f64
+    %s = arith.addf %p, %q : f64
+    %r = arith.addf %do, %s : f64
+    linalg.yield %r : f64
+  }
+  return %dc : memref<?x12xf64>
 }
