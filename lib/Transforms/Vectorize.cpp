@@ -966,6 +966,13 @@ splitContractions(RewriterBase &rewriter, linalg::GenericOp op,
         return isMemoryEffectFree(&inner) && inner.getNumRegions() == 0;
       }))
     return {};
+  // One output already planned as a contraction (its tile's body on the
+  // output tile, `acc + a b + c d` in one pass) stays one op.
+  if (numOutputs == 1) {
+    std::optional<TilePlan> plan = planTiles(op, vectorBits);
+    if (plan && plan->contraction)
+      return {};
+  }
   Block *body = op.getBlock();
   auto yield = cast<linalg::YieldOp>(body->getTerminator());
   unsigned numInputs = op.getNumDpsInputs();

@@ -896,31 +896,34 @@ func.func @aliased_outputs(%a: memref<?x22xf64>, %b: memref<22x12xf64>, %db: mem
 
 // -----
 
-// The tangent of a product of two active operands, dA B + A dB: one
-// contraction per term, the second adding to what the first wrote.
+// A product and the tangent of a product of two active operands, C = A B
+// and dC = dA B + A dB, in one loop nest: one contraction for C and one per
+// term of dC, the second adding to what the first wrote. Under
+// reassociate=false dC's sum keeps its order: one op (its tile's body
+// elementwise on the 8 x 6 output tile).
 // CHECK-LABEL: func.func @two_terms(
 // CHECK-NOT: arith.mulf {{.*}} : vector<8x6xf64>
-// CHECK-COUNT-16: vector.fma {{.*}} : vector<6xf64>
+// CHECK-COUNT-24: vector.fma {{.*}} : vector<6xf64>
 // CHECK-NOT: arith.mulf {{.*}} : vector<8x6xf64>
 // CHECK: return
-// Under reassociate=false the sum keeps its order: one op (its tile's
-// body elementwise on the 8 x 6 output tile).
 // NOREASSOC-LABEL: func.func @two_terms(
-// NOREASSOC-NOT: vector.fma
 // NOREASSOC: arith.mulf {{.*}} : vector<8x6xf64>
 // NOREASSOC: return
-func.func @two_terms(%a: memref<?x22xf64>, %da: memref<?x22xf64>, %b: memref<22x12xf64>, %db: memref<22x12xf64>) -> memref<?x12xf64> {
+func.func @two_terms(%a: memref<?x22xf64>, %da: memref<?x22xf64>, %b: memref<22x12xf64>, %db: memref<22x12xf64>) -> (memref<?x12xf64>, memref<?x12xf64>) {
   %c0 = arith.constant 0 : index
   %n = memref.dim %a, %c0 : memref<?x22xf64>
+  %c = memref.alloc(%n) : memref<?x12xf64>
   %dc = memref.alloc(%n) : memref<?x12xf64>
-  linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (k, j)>, affine_map<(i, j, k) -> (k, j)>, affine_map<(i, j, k) -> (i, j)>], iterator_types = ["parallel", "parallel", "reduction"]}
-      ins(%a, %da, %b, %db : memref<?x22xf64>, memref<?x22xf64>, memref<22x12xf64>, memref<22x12xf64>) outs(%dc : memref<?x12xf64>) {
-  ^bb0(%x: f64, %dx: f64, %y: f64, %dy: f64, %do: f64):
+  linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (k, j)>, affine_map<(i, j, k) -> (k, j)>, affine_map<(i, j, k) -> (i, j)>, affine_map<(i, j, k) -> (i, j)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %da, %b, %db : memref<?x22xf64>, memref<?x22xf64>, memref<22x12xf64>, memref<22x12xf64>) outs(%c, %dc : memref<?x12xf64>, memref<?x12xf64>) {
+  ^bb0(%x: f64, %dx: f64, %y: f64, %dy: f64, %o: f64, %do: f64):
+    %m = arith.mulf %x, %y : f64
+    %n1 = arith.addf %o, %m : f64
     %p = arith.mulf %dx, %y : f64
     %q = arith.mulf %x, %dy : f64
     %s = arith.addf %p, %q : f64
     %r = arith.addf %do, %s : f64
-    linalg.yield %r : f64
+    linalg.yield %n1, %r : f64, f64
   }
-  return %dc : memref<?x12xf64>
+  return %c, %dc : memref<?x12xf64>, memref<?x12xf64>
 }
