@@ -911,6 +911,9 @@ static llvm::SmallBitVector argumentsUsed(Block *body, Value value) {
   return used;
 }
 
+/// A sum of more terms is not split into a contraction per term.
+constexpr size_t kMaxTerms = 4;
+
 /// The terms of `value`, a sum (`arith.addf` tree) that adds `acc` once:
 /// the summands other than `acc`. None when `acc` is not one of them, or
 /// another summand reads it.
@@ -936,7 +939,14 @@ static std::optional<SmallVector<Value>> termsBesides(Block *body,
       return std::nullopt;
     terms.push_back(next);
   }
-  if (accs != 1)
+  // A term added twice (`p + p`) would be computed once per occurrence,
+  // a doubling chain 2^depth times: such sums, and sums of more than
+  // kMaxTerms terms, stay whole.
+  llvm::SmallPtrSet<void *, 8> distinct;
+  for (Value term : terms)
+    distinct.insert(term.getAsOpaquePointer());
+  if (accs != 1 || distinct.size() != terms.size() ||
+      terms.size() > kMaxTerms)
     return std::nullopt;
   return terms;
 }
@@ -966,13 +976,6 @@ splitContractions(RewriterBase &rewriter, linalg::GenericOp op,
         return isMemoryEffectFree(&inner) && inner.getNumRegions() == 0;
       }))
     return {};
-  // One output already planned as a contraction (its tile's body on the
-  // output tile, `acc + a b + c d` in one pass) stays one op.
-  if (numOutputs == 1) {
-    std::optional<TilePlan> plan = planTiles(op, vectorBits);
-    if (plan && plan->contraction)
-      return {};
-  }
   Block *body = op.getBlock();
   auto yield = cast<linalg::YieldOp>(body->getTerminator());
   unsigned numInputs = op.getNumDpsInputs();

@@ -205,3 +205,37 @@ def test_tangent_of_the_accumulator_alone(rng, rows, static):
     np.testing.assert_allclose(r, np.tanh(prod), rtol=1e-13)
     np.testing.assert_allclose(d, (1 - np.tanh(prod) ** 2) * dc, rtol=1e-12,
                                atol=1e-14)
+
+
+def test_a_term_added_twice_stays_whole(rng):
+    # dC = out + (p + p) + ... doubled 12 times, p = a b: splitting per
+    # occurrence made 2^depth contractions (4096 here: minutes of
+    # compilation; review finding); a repeated term keeps the sum whole.
+    depth = 12
+    lines = ["%s0 = arith.mulf %x, %y : f64"] + [
+        f"%s{i + 1} = arith.addf %s{i}, %s{i} : f64" for i in range(depth)]
+    body = "\n    ".join(lines)
+    source = f"""
+func.func @f(%a: tensor<16x16xf64>, %b: tensor<16x16xf64>) -> (tensor<16x16xf64>, tensor<16x16xf64>) {{
+  %z = arith.constant 0.0 : f64
+  %e = tensor.empty() : tensor<16x16xf64>
+  %f = linalg.fill ins(%z : f64) outs(%e : tensor<16x16xf64>) -> tensor<16x16xf64>
+  %r:2 = linalg.generic {{indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (k, j)>, affine_map<(i, j, k) -> (i, j)>, affine_map<(i, j, k) -> (i, j)>], iterator_types = ["parallel", "parallel", "reduction"]}}
+      ins(%a, %b : tensor<16x16xf64>, tensor<16x16xf64>) outs(%f, %f : tensor<16x16xf64>, tensor<16x16xf64>) {{
+  ^bb0(%x: f64, %y: f64, %o: f64, %do: f64):
+    %m = arith.mulf %x, %y : f64
+    %c = arith.addf %o, %m : f64
+    {body}
+    %d = arith.addf %do, %s{depth} : f64
+    linalg.yield %c, %d : f64, f64
+  }} -> (tensor<16x16xf64>, tensor<16x16xf64>)
+  return %r#0, %r#1 : tensor<16x16xf64>, tensor<16x16xf64>
+}}
+"""
+    m = mlir_ad.compile(source)
+    a = rng.uniform(-1, 1, (16, 16))
+    b = rng.uniform(-1, 1, (16, 16))
+    c, d = m.f(a, b)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(d, 2.0 ** depth * (a @ b), rtol=1e-13,
+                               atol=1e-10)
