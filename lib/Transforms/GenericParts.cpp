@@ -77,7 +77,8 @@ linalg::GenericOp
 mlir::ad::buildGenericPart(OpBuilder &builder, linalg::GenericOp op,
                            ArrayRef<OpOperand *> inits,
                            ArrayRef<utils::IteratorType> iterators,
-                           const llvm::SetVector<Operation *> &slice) {
+                           const llvm::SetVector<Operation *> &slice,
+                           ArrayRef<Value> yields) {
   Block *body = op.getBlock();
   auto yield = cast<linalg::YieldOp>(body->getTerminator());
   unsigned numInputs = op.getNumDpsInputs();
@@ -88,7 +89,8 @@ mlir::ad::buildGenericPart(OpBuilder &builder, linalg::GenericOp op,
     maps.push_back(op.getMatchingIndexingMap(input));
   for (OpOperand *init : inits) {
     outs.push_back(init->get());
-    types.push_back(op.getTiedOpResult(init).getType());
+    if (op.hasPureTensorSemantics())
+      types.push_back(op.getTiedOpResult(init).getType());
     maps.push_back(op.getMatchingIndexingMap(init));
   }
   auto part = linalg::GenericOp::create(
@@ -103,9 +105,11 @@ mlir::ad::buildGenericPart(OpBuilder &builder, linalg::GenericOp op,
           if (slice.contains(&o))
             b.clone(o, mapping);
         SmallVector<Value> results;
-        for (OpOperand *init : inits)
+        for (auto [i, init] : llvm::enumerate(inits))
           results.push_back(mapping.lookupOrDefault(
-              yield.getOperand(init->getOperandNumber() - numInputs)));
+              yields.empty()
+                  ? yield.getOperand(init->getOperandNumber() - numInputs)
+                  : yields[i]));
         linalg::YieldOp::create(b, loc, results);
       });
   part->setDiscardableAttrs(op->getDiscardableAttrDictionary());

@@ -23,11 +23,14 @@ llvm::SetVector<Operation *> bodySlice(Block *body, ArrayRef<Value> roots,
 /// A generic, built at `builder`'s insertion point, with `op`'s inputs, the
 /// outputs `inits` of `op` (in that order) and `iterators`, whose body is
 /// the ops of `slice` (in body order) yielding what `op` yields for those
-/// outputs. `slice` must hold what those yields depend on.
+/// outputs, or the values of `op`'s body `yields` when given (one per
+/// init). `slice` must hold what those yields depend on. On buffers, the
+/// part has no results.
 linalg::GenericOp buildGenericPart(OpBuilder &builder, linalg::GenericOp op,
                                    ArrayRef<OpOperand *> inits,
                                    ArrayRef<utils::IteratorType> iterators,
-                                   const llvm::SetVector<Operation *> &slice);
+                                   const llvm::SetVector<Operation *> &slice,
+                                   ArrayRef<Value> yields = {});
 } // namespace mlir::ad
 
 #endif // AD_TRANSFORMS_GENERICPARTS_H

@@ -20,6 +20,7 @@
 
 #include "ad/Transforms/Passes.h"
 
+#include "GenericParts.h"
 #include "HostVectors.h"
 #include "IndexingLoops.h"
 #include "ViewRoots.h"
@@ -737,7 +738,9 @@ static bool reductionsVectorizable(linalg::LinalgOp op);
 /// innermost loop that peeling left, as tiles of width / 2, width / 4, ...
 /// 2 elements (each marked with `marker`: static shapes, vectorized) when
 /// that many are left, and a last tile of the rest (at most one element
-/// when `width` is a power of two).
+/// when `width` is a power of two). A remainder of static length takes its
+/// tiles without branches (a branch never taken would hold a view past its
+/// end, which the verifier rejects), the last one vectorized too.
 static void splitRemainder(RewriterBase &rewriter, linalg::LinalgOp remainder,
                            int64_t width, StringAttr marker) {
   // Tiles that would stay scalar (see the vectorization below) are not
@@ -770,6 +773,31 @@ static void splitRemainder(RewriterBase &rewriter, linalg::LinalgOp remainder,
         tiling.getTiledImplementation(rewriter, offsets, sizes);
     return tile;
   };
+  if (std::optional<int64_t> length = getConstantIntValue(domain[last].size)) {
+    int64_t at = 0;
+    SmallVector<Operation *> tiles;
+    bool tiled = true;
+    for (int64_t lanes = width / 2; lanes >= 1; lanes /= 2) {
+      int64_t size = lanes >= 2 ? lanes : *length - at;
+      if (size <= 0 || (lanes >= 2 && *length - at < lanes))
+        continue;
+      FailureOr<TilingResult> tile = tileAt(
+          arith::ConstantIndexOp::create(rewriter, loc, at).getResult(),
+          rewriter.getIndexAttr(size));
+      tiled &= succeeded(tile);
+      if (succeeded(tile))
+        for (Operation *op : tile->tiledOps) {
+          op->setAttr(marker, rewriter.getBoolAttr(false));
+          tiles.push_back(op);
+        }
+      at += size;
+    }
+    for (Operation *op : tiled ? ArrayRef<Operation *>() : tiles)
+      rewriter.eraseOp(op);
+    if (tiled)
+      rewriter.eraseOp(remainder);
+    return;
+  }
   SmallVector<scf::IfOp> branches;
   bool tiled = true;
   for (int64_t lanes = width / 2; lanes >= 2; lanes /= 2) {
@@ -891,24 +919,20 @@ static linalg::LinalgOp blockForCache(RewriterBase &rewriter,
   return cast<linalg::LinalgOp>(tiled->tiledOps.front());
 }
 
-/// The block arguments of `body` that `value` depends on.
-static llvm::SmallBitVector argumentsUsed(Block *body, Value value) {
-  llvm::SmallBitVector used(body->getNumArguments());
-  SmallVector<Value> worklist = {value};
-  llvm::DenseSet<Value> seen;
-  while (!worklist.empty()) {
-    Value next = worklist.pop_back_val();
-    if (!seen.insert(next).second)
-      continue;
-    if (auto arg = dyn_cast<BlockArgument>(next)) {
-      if (arg.getOwner() == body)
-        used.set(arg.getArgNumber());
-      continue;
-    }
-    if (Operation *def = next.getDefiningOp(); def && def->getBlock() == body)
-      llvm::append_range(worklist, def->getOperands());
+/// Whether `value`, of `body`, is or depends on the block argument `arg`.
+static bool readsArgument(Block *body, Value value, BlockArgument arg) {
+  if (value == arg)
+    return true;
+  for (Operation *op : ad::bodySlice(body, {value})) {
+    WalkResult reads = op->walk([&](Operation *nested) {
+      return llvm::is_contained(nested->getOperands(), Value(arg))
+                 ? WalkResult::interrupt()
+                 : WalkResult::advance();
+    });
+    if (reads.wasInterrupted())
+      return true;
   }
-  return used;
+  return false;
 }
 
 /// A sum of more terms is not split into a contraction per term.
@@ -935,7 +959,7 @@ static std::optional<SmallVector<Value>> termsBesides(Block *body,
       worklist.push_back(add.getLhs());
       continue;
     }
-    if (argumentsUsed(body, next).test(acc.getArgNumber()))
+    if (readsArgument(body, next, acc))
       return std::nullopt;
     terms.push_back(next);
   }
@@ -955,22 +979,23 @@ static std::optional<SmallVector<Value>> termsBesides(Block *body,
 /// them: one generic per output when each output's value depends on the
 /// inputs alone (forward mode makes a product and its tangent, `W T` and
 /// `W dT`, one loop nest with two outputs), and, when an output adds
-/// several terms, one generic per term, each adding its own to the output
-/// in turn (the tangent of a product of two active operands, `dW T + W
-/// dT`, and the adjoints of forward mode's products in an hvp). No plan
-/// takes an op with several outputs or a sum of products: they ran as
-/// scalar loops (an hvp through a 64 x 256 x 256 product: 34x its
-/// gradient). Each new op reads only the inputs its value uses; a term's
-/// op reads the output its previous term wrote, so float sums are
-/// rounded in another order (not under `reassociate=false`). Nothing is
-/// split unless every part is then planned as a contraction, the body has
-/// no memory effects, and no output may overlap another output or an input
-/// a part other than its own first reads. Returns the new ops (empty: `op`
-/// unchanged).
+/// two to kMaxTerms distinct terms, one generic per term, each adding its
+/// own to the output in turn (the tangent of a product of two active
+/// operands, `dW T + W dT`, and the adjoints of forward mode's products in
+/// an hvp). No plan takes an op with several outputs, and a sum of products
+/// ran as an elementwise tile (1.8x slower than its contractions) or scalar
+/// loops (an hvp through a 64 x 256 x 256 product: 34x its gradient). Each
+/// part is built by buildGenericPart from the body ops its value needs, its
+/// unused inputs dropped (upstream keeps those that give a loop its range:
+/// such a part is no contraction); a term's part reads the output its
+/// previous term wrote, so float sums are rounded in another order (not
+/// under `reassociate=false`). Nothing is split unless every part is then
+/// planned as a contraction, the body has no memory effects, and no output
+/// may overlap another output or an input a part other than its own first
+/// reads. Returns the new ops (empty: `op` unchanged).
 static SmallVector<linalg::LinalgOp>
 splitContractions(RewriterBase &rewriter, linalg::GenericOp op,
                   unsigned vectorBits, bool reassociate) {
-  unsigned numOutputs = op.getNumDpsInits();
   if (!op.hasPureBufferSemantics() || op.getNumReductionLoops() == 0 ||
       !llvm::all_of(op.getBlock()->without_terminator(), [](Operation &inner) {
         return isMemoryEffectFree(&inner) && inner.getNumRegions() == 0;
@@ -978,127 +1003,87 @@ splitContractions(RewriterBase &rewriter, linalg::GenericOp op,
     return {};
   Block *body = op.getBlock();
   auto yield = cast<linalg::YieldOp>(body->getTerminator());
-  unsigned numInputs = op.getNumDpsInputs();
   // A part: an output and the value it takes, or the term it adds.
   struct Part {
-    unsigned output;
+    OpOperand *output;
     Value value;
     bool addsTerm;
   };
   SmallVector<Part> parts;
-  SmallVector<llvm::SmallBitVector> uses;
-  for (unsigned i = 0; i < numOutputs; ++i) {
-    Value value = yield.getOperand(i);
-    llvm::SmallBitVector used = argumentsUsed(body, value);
-    for (unsigned j = 0; j < numOutputs; ++j)
-      if (j != i && used.test(numInputs + j))
+  for (OpOperand &init : op.getDpsInitsMutable()) {
+    Value value = yield.getOperand(init.getOperandNumber() -
+                                   op.getNumDpsInputs());
+    for (OpOperand &other : op.getDpsInitsMutable())
+      if (&other != &init &&
+          readsArgument(body, value, op.getMatchingBlockArgument(&other)))
         return {};
     std::optional<SmallVector<Value>> terms;
     if (reassociate)
-      terms = termsBesides(body, value, body->getArgument(numInputs + i));
+      terms = termsBesides(body, value, op.getMatchingBlockArgument(&init));
     if (terms && terms->size() >= 2) {
-      for (Value term : *terms) {
-        parts.push_back({i, term, true});
-        uses.push_back(argumentsUsed(body, term));
-      }
+      for (Value term : *terms)
+        parts.push_back({&init, term, true});
       continue;
     }
-    parts.push_back({i, value, false});
-    uses.push_back(std::move(used));
+    parts.push_back({&init, value, false});
   }
   if (parts.size() < 2)
     return {};
+  SmallVector<linalg::GenericOp> split;
+  auto undo = [&]() {
+    for (linalg::GenericOp part : split)
+      rewriter.eraseOp(part);
+    return SmallVector<linalg::LinalgOp>();
+  };
+  rewriter.setInsertionPoint(op);
+  for (const Part &part : parts) {
+    linalg::GenericOp generic = ad::buildGenericPart(
+        rewriter, op, {part.output}, op.getIteratorTypesArray(),
+        ad::bodySlice(body, {part.value}), {part.value});
+    if (part.addsTerm) {
+      auto partYield =
+          cast<linalg::YieldOp>(generic.getBlock()->getTerminator());
+      rewriter.setInsertionPoint(partYield);
+      Value sum = arith::AddFOp::create(rewriter, op.getLoc(),
+                                        generic.getBlock()->getArguments().back(),
+                                        partYield.getOperand(0));
+      partYield->setOperand(0, sum);
+    }
+    // (Upstream builds the pruned op where the rewriter points.)
+    rewriter.setInsertionPoint(generic);
+    FailureOr<linalg::GenericOp> pruned =
+        linalg::deduplicateOperandsAndRemoveDeadResults(rewriter, generic,
+                                                        /*removeOutputs=*/false);
+    split.push_back(succeeded(pruned) ? *pruned : generic);
+    rewriter.setInsertionPoint(op);
+  }
   // An output may not overlap another output, nor an input that a part
   // other than the output's first reads (the parts run one after another).
-  for (auto [p, part] : llvm::enumerate(parts)) {
-    Value out = op.getDpsInitOperand(part.output)->get();
-    for (auto [q, other] : llvm::enumerate(parts)) {
-      if (other.output != part.output &&
-          !disjointBuffers(out, op.getDpsInitOperand(other.output)->get()))
-        return {};
-      bool firstOfOutput =
-          llvm::find_if(parts, [&](const Part &candidate) {
-            return candidate.output == part.output;
-          }) == parts.begin() + q;
-      if (q == p && firstOfOutput)
+  for (auto [p, part] : llvm::enumerate(split)) {
+    Value out = part.getDpsInitOperand(0)->get();
+    bool first = p == 0 || parts[p - 1].output != parts[p].output;
+    for (auto [q, other] : llvm::enumerate(split)) {
+      if (parts[q].output != parts[p].output &&
+          !disjointBuffers(out, other.getDpsInitOperand(0)->get()))
+        return undo();
+      if (q == p && first)
         continue;
-      for (unsigned k = 0; k < numInputs; ++k)
-        if (uses[q].test(k) &&
-            isa<BaseMemRefType>(op.getDpsInputOperand(k)->get().getType()) &&
-            !disjointBuffers(out, op.getDpsInputOperand(k)->get()))
-          return {};
+      for (Value input : other.getDpsInputs())
+        if (isa<BaseMemRefType>(input.getType()) &&
+            !disjointBuffers(out, input))
+          return undo();
     }
   }
-  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  // Each part's operands must still index every loop (the tangent of an
-  // accumulator alone, `out + 0`, reads no input: its reduction loop would
-  // index nothing).
-  for (auto [part, used] : llvm::zip(parts, uses)) {
-    llvm::SmallBitVector loops(op.getNumLoops());
-    auto cover = [&](AffineMap map) {
-      for (unsigned dim = 0; dim < op.getNumLoops(); ++dim)
-        if (map.isFunctionOfDim(dim))
-          loops.set(dim);
-    };
-    for (unsigned k = 0; k < numInputs; ++k)
-      if (used.test(k))
-        cover(maps[k]);
-    cover(maps[numInputs + part.output]);
-    if (!loops.all())
-      return {};
-  }
-  SmallVector<linalg::LinalgOp> split;
-  rewriter.setInsertionPoint(op);
-  for (auto [part, used] : llvm::zip(parts, uses)) {
-    SmallVector<Value> inputs;
-    SmallVector<AffineMap> newMaps;
-    SmallVector<unsigned> kept;
-    for (unsigned k = 0; k < numInputs; ++k)
-      if (used.test(k)) {
-        inputs.push_back(op.getDpsInputOperand(k)->get());
-        newMaps.push_back(maps[k]);
-        kept.push_back(k);
-      }
-    unsigned i = part.output;
-    newMaps.push_back(maps[numInputs + i]);
-    auto generic = linalg::GenericOp::create(
-        rewriter, op.getLoc(), TypeRange(), inputs,
-        ValueRange{op.getDpsInitOperand(i)->get()}, newMaps,
-        op.getIteratorTypesArray(),
-        [&](OpBuilder &b, Location loc, ValueRange args) {
-          IRMapping mapping;
-          for (auto [position, k] : llvm::enumerate(kept))
-            mapping.map(body->getArgument(k), args[position]);
-          mapping.map(body->getArgument(numInputs + i), args.back());
-          for (Operation &inner : body->without_terminator())
-            b.clone(inner, mapping);
-          Value result = mapping.lookupOrDefault(part.value);
-          if (part.addsTerm)
-            result = arith::AddFOp::create(b, loc, args.back(), result);
-          linalg::YieldOp::create(b, loc, result);
-        });
-    split.push_back(cast<linalg::LinalgOp>(generic.getOperation()));
-  }
-  // The clones of what the other parts compute are dead in each.
-  for (linalg::LinalgOp part : split) {
-    SmallVector<Operation *> inners;
-    for (Operation &inner : part.getBlock()->without_terminator())
-      inners.push_back(&inner);
-    for (Operation *inner : llvm::reverse(inners))
-      if (inner->use_empty())
-        rewriter.eraseOp(inner);
-  }
-  bool contractions = llvm::all_of(split, [&](linalg::LinalgOp part) {
-    std::optional<TilePlan> plan = planTiles(part, vectorBits);
-    return plan && plan->contraction;
-  });
-  if (!contractions) {
-    for (linalg::LinalgOp part : split)
-      rewriter.eraseOp(part);
-    return {};
+  for (linalg::GenericOp part : split) {
+    std::optional<TilePlan> plan =
+        planTiles(cast<linalg::LinalgOp>(part.getOperation()), vectorBits);
+    if (!plan || !plan->contraction)
+      return undo();
   }
   rewriter.eraseOp(op);
-  return split;
+  return llvm::map_to_vector(split, [](linalg::GenericOp part) {
+    return cast<linalg::LinalgOp>(part.getOperation());
+  });
 }
 
 /// Loops below this many vectors are not split for alignment: the head's
@@ -1193,7 +1178,9 @@ static linalg::LinalgOp alignOutput(RewriterBase &rewriter,
         rewriter, loc, arith::SubIOp::create(rewriter, loc, reg, past), reg);
     head = arith::DivUIOp::create(rewriter, loc, gap, constant(bytes));
   }
-  head = arith::MinUIOp::create(rewriter, loc, head, total);
+  // (A static head is shorter than the loop: its tiles are static.)
+  if (!staticHead)
+    head = arith::MinUIOp::create(rewriter, loc, head, total);
   // A short loop of dynamic length is not split: the head's branches
   // would cost more than its aligned stores save (9-33 f64: 20-25%).
   if (ShapedType::isDynamic(size)) {
@@ -1202,8 +1189,11 @@ static linalg::LinalgOp alignOutput(RewriterBase &rewriter,
     head = arith::SelectOp::create(rewriter, loc, longEnough, head,
                                    constant(0));
   }
+  OpFoldResult headSize = head;
+  if (staticHead)
+    headSize = rewriter.getIndexAttr(*staticHead);
   FailureOr<TilingResult> first = tiling.getTiledImplementation(
-      rewriter, {OpFoldResult(start)}, {OpFoldResult(head)});
+      rewriter, {OpFoldResult(start)}, {headSize});
   if (failed(first) || first->tiledOps.size() != 1)
     return op;
   FailureOr<TilingResult> rest = tiling.getTiledImplementation(
@@ -1215,39 +1205,8 @@ static linalg::LinalgOp alignOutput(RewriterBase &rewriter,
     return op;
   }
   rewriter.eraseOp(op);
-  auto headOp = cast<linalg::LinalgOp>(first->tiledOps.front());
-  if (!staticHead) {
-    splitRemainder(rewriter, headOp, lanes, marker);
-    return cast<linalg::LinalgOp>(rest->tiledOps.front());
-  }
-  // A head of known length: its tiles of lanes / 2, ..., 1 elements that
-  // it has, each of static shape (splitRemainder's branches would hold
-  // views out of its bounds in the ones never taken).
-  auto headTiling = cast<TilingInterface>(headOp.getOperation());
-  int64_t done = 0;
-  bool tiled = true;
-  SmallVector<Operation *> pieces;
-  rewriter.setInsertionPoint(headOp);
-  for (int64_t piece = lanes / 2; piece >= 1; piece /= 2) {
-    if (*staticHead - done < piece)
-      continue;
-    FailureOr<TilingResult> tile = headTiling.getTiledImplementation(
-        rewriter, {OpFoldResult(rewriter.getIndexAttr(done))},
-        {OpFoldResult(rewriter.getIndexAttr(piece))});
-    tiled &= succeeded(tile);
-    if (succeeded(tile))
-      for (Operation *tileOp : tile->tiledOps) {
-        tileOp->setAttr(marker, rewriter.getBoolAttr(false));
-        pieces.push_back(tileOp);
-      }
-    done += piece;
-  }
-  if (tiled) {
-    rewriter.eraseOp(headOp);
-  } else {
-    for (Operation *piece : pieces)
-      rewriter.eraseOp(piece);
-  }
+  splitRemainder(rewriter, cast<linalg::LinalgOp>(first->tiledOps.front()),
+                 lanes, marker);
   return cast<linalg::LinalgOp>(rest->tiledOps.front());
 }
 
