@@ -1,7 +1,13 @@
 //===- ActivityAnalysis.cpp - which values carry derivatives ----*- C++ -*-===//
 //
 // Two worklist propagations over use-def chains: forward from the
-// differentiated arguments, backward from the returned values. Region ops
+// differentiated arguments, backward from the returned values. Booleans
+// (comparisons) carry no derivative and no bits of a float: variedness
+// stops at them. Linalg ops are followed through their bodies: an operand
+// varies its block argument (an init also its result), and a yielded value
+// its own result and its output's block argument (a reduction carries it),
+// so that an output computed from inactive values (a count of ties next to
+// a sum) stays inactive. Other region ops
 // are treated conservatively and without knowing their semantics: a varied
 // operand varies every result and every region argument of the op, a varied
 // terminator operand varies the parent's results and region arguments, and
@@ -19,6 +25,9 @@
 #include "ad/IR/ADInterfaces.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -135,6 +144,10 @@ static void appendDefinedByRegionOp(Operation *op,
 /// terminators (scf.for, scf.if, scf.while; not scf.forall, whose
 /// terminator holds tensor.parallel_insert_slice ops).
 static bool passesThroughTerminators(Operation *op) {
+  // A linalg op's body gives its values to the op's outputs through
+  // linalg.yield only.
+  if (isa<linalg::LinalgOp>(op))
+    return true;
   if (!isa<RegionBranchOpInterface>(op))
     return false;
   for (Region &region : op->getRegions())
@@ -167,20 +180,67 @@ void ActivityAnalysis::propagateVaried(func::FuncOp function,
   };
   while (!worklist.empty()) {
     Value value = worklist.pop_back_val();
+    // A boolean (a comparison's result, a branch condition) has no
+    // derivative and holds no float's bits: what it selects varies only
+    // through the selected values.
+    if (getElementTypeOrSelf(value.getType()).isInteger(1))
+      continue;
     if (!varied.insert(value).second)
       continue;
     // Every buffer that may alias a varied one is varied.
     if (followsMemory && buffers.contains(value))
       llvm::append_range(worklist, buffers.members(value));
     for (Operation *user : value.getUsers()) {
-      // No derivative flows through ad.stop_gradient.
-      if (isa<StopGradientOp>(user))
+      // No derivative flows through ad.stop_gradient, nor into the sizes
+      // of a tensor or buffer (tensor.empty of them holds no varied value).
+      if (isa<StopGradientOp, tensor::DimOp, memref::DimOp>(user))
         continue;
-      appendDefinedByRegionOp(user, worklist);
-      appendWritten(user);
+      // Whether a linalg rule below followed `value` into or out of a body.
+      bool followed = false;
+      if (auto linalgOp = dyn_cast<linalg::LinalgOp>(user)) {
+        followed = true;
+        // An operand of a linalg op varies its block argument; an init
+        // also its result (which is the init where a reduction is empty).
+        for (OpOperand &operand : user->getOpOperands()) {
+          if (operand.get() != value)
+            continue;
+          if (BlockArgument argument =
+                  linalgOp.getMatchingBlockArgument(&operand))
+            worklist.push_back(argument);
+          if (linalgOp.isDpsInit(&operand) &&
+              linalgOp.hasPureTensorSemantics())
+            worklist.push_back(linalgOp.getTiedOpResult(&operand));
+        }
+        appendWritten(user);
+      } else if (auto yield = dyn_cast<linalg::YieldOp>(user)) {
+        if (auto linalgOp = dyn_cast<linalg::LinalgOp>(yield->getParentOp())) {
+          followed = true;
+          // A yielded value varies its output: the result (or the buffer
+          // written) and the output's block argument, which carries it to
+          // the next iteration of a reduction.
+          for (OpOperand &operand : yield->getOpOperands()) {
+            if (operand.get() != value ||
+                operand.getOperandNumber() >= linalgOp.getNumDpsInits())
+              continue;
+            OpOperand *init =
+                linalgOp.getDpsInitOperand(operand.getOperandNumber());
+            if (BlockArgument argument =
+                    linalgOp.getMatchingBlockArgument(init))
+              worklist.push_back(argument);
+            if (linalgOp.hasPureTensorSemantics())
+              worklist.push_back(linalgOp.getTiedOpResult(init));
+            else if (followsMemory)
+              worklist.push_back(init->get());
+          }
+        }
+      }
+      if (!followed) {
+        appendDefinedByRegionOp(user, worklist);
+        appendWritten(user);
+      }
       // A terminator passes values to its parent's results and regions.
       Operation *parent = user->getParentOp();
-      if (user->hasTrait<OpTrait::IsTerminator>() && parent &&
+      if (!followed && user->hasTrait<OpTrait::IsTerminator>() && parent &&
           parent != function) {
         appendDefinedByRegionOp(parent, worklist);
         appendWritten(parent);

@@ -16,9 +16,12 @@
 namespace mlir::ad {
 
 /// Activity of the values of one function for one set of differentiated
-/// arguments. Values of any type propagate variedness (an integer computed
-/// from a float can flow back into a float), but only values of
-/// differentiable type are active.
+/// arguments. Values of any type but booleans propagate variedness (an
+/// integer computed from a float can flow back into a float; a comparison's
+/// result carries neither a derivative nor a float's bits), but only values
+/// of differentiable type are active. Through a linalg op, variedness
+/// follows the body: each output is varied by what its yielded value
+/// reads (or by a varied init), not by every operand of the op.
 ///
 /// With `followsMemory` (forward mode, which gives buffers shadow buffers),
 /// buffers of floats carry derivatives too: a buffer is varied when an op
