@@ -84,8 +84,22 @@ public:
       tangents[original] = shadow;
       return shadow;
     }
-    return createZerosLike(builder, original.getLoc(), original.getType(),
-                           lookup(original));
+    if (!isa<RankedTensorType>(original.getType()))
+      return createZerosLike(builder, original.getLoc(), original.getType(),
+                             lookup(original));
+    // An inactive tensor read by an active op: one zero tensor, made where
+    // the tensor is defined (outside the loops that read it, not filled
+    // again at every iteration) and shared by every read.
+    Value primal = lookup(original);
+    OpBuilder::InsertionGuard guard(builder);
+    if (Operation *definition = primal.getDefiningOp())
+      builder.setInsertionPointAfter(definition);
+    else
+      builder.setInsertionPointToStart(primal.getParentBlock());
+    Value zeros = createZerosLike(builder, original.getLoc(),
+                                  original.getType(), primal);
+    tangents[original] = zeros;
+    return zeros;
   }
   Value lookupTangent(Value original) override {
     return tangents.lookup(original);

@@ -96,3 +96,32 @@ func.func @request_scaled_ones(%x: tensor<?xf64>, %t: tensor<?xf64>) -> (tensor<
 // CHECK: linalg.generic {{.*}}iterator_types = ["parallel"]} ins(%{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}} :
 // CHECK-SAME: tensor<?xf64>, tensor<?xf64>, tensor<?xf64>) outs
 // CHECK: return
+
+// -----
+
+// An inactive tensor read by an active op in a loop (w inserted into the
+// active accumulator): its zero tangent is made once, where w is defined,
+// not filled again at every iteration.
+func.func @patch(%x: tensor<?xf64>, %w: tensor<?xf64>) -> tensor<?xf64> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %r = scf.for %i = %c0 to %c3 step %c1 iter_args(%acc = %x) -> tensor<?xf64> {
+    %n = tensor.dim %w, %c0 : tensor<?xf64>
+    %u = tensor.insert_slice %w into %acc[%i] [%n] [1] : tensor<?xf64> into tensor<?xf64>
+    scf.yield %u : tensor<?xf64>
+  }
+  return %r : tensor<?xf64>
+}
+func.func @request_patch(%x: tensor<?xf64>, %w: tensor<?xf64>, %t: tensor<?xf64>) -> (tensor<?xf64>, tensor<?xf64>) {
+  %y, %ty = ad.jvp @patch(%x, %w) tangents(%t) {wrt = array<i64: 0>} : (tensor<?xf64>, tensor<?xf64>) -> (tensor<?xf64>, tensor<?xf64>)
+  return %y, %ty : tensor<?xf64>, tensor<?xf64>
+}
+// CHECK-LABEL: func.func private @patch_ad_jvp_0
+// CHECK-SAME: (%[[X:.*]]: tensor<?xf64>, %[[W:.*]]: tensor<?xf64>, %[[T:.*]]: tensor<?xf64>)
+// CHECK: %[[Z:.*]] = linalg.fill
+// CHECK: scf.for
+// CHECK-NOT: linalg.fill
+// CHECK: tensor.insert_slice %[[W]]
+// CHECK: tensor.insert_slice %[[Z]]
+// CHECK: scf.yield
