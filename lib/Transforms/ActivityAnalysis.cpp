@@ -7,7 +7,9 @@
 // varies its block argument (an init also its result), and a yielded value
 // its own result and its output's block argument (a reduction carries it),
 // so that an output computed from inactive values (a count of ties next to
-// a sum) stays inactive. Other region ops
+// a sum) stays inactive. scf.for is followed the same way through its
+// iteration arguments; its induction variable varies only with its bounds.
+// Other region ops
 // are treated conservatively and without knowing their semantics: a varied
 // operand varies every result and every region argument of the op, a varied
 // terminator operand varies the parent's results and region arguments, and
@@ -27,6 +29,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
@@ -232,6 +235,36 @@ void ActivityAnalysis::propagateVaried(func::FuncOp function,
             else if (followsMemory)
               worklist.push_back(init->get());
           }
+        }
+      }
+      if (auto loop = dyn_cast<scf::ForOp>(user)) {
+        // An init varies its iteration argument and result; a bound or the
+        // step varies the induction variable only.
+        followed = true;
+        for (OpOperand &operand : user->getOpOperands()) {
+          if (operand.get() != value)
+            continue;
+          if (BlockArgument argument = loop.getTiedLoopRegionIterArg(&operand)) {
+            worklist.push_back(argument);
+            worklist.push_back(loop.getTiedLoopResult(&operand));
+          } else {
+            worklist.push_back(loop.getInductionVar());
+          }
+        }
+        appendWritten(user);
+      } else if (auto yield = dyn_cast<scf::YieldOp>(user)) {
+        if (auto loop = dyn_cast<scf::ForOp>(yield->getParentOp())) {
+          // A yielded value varies its result and, for the next iteration,
+          // its iteration argument.
+          followed = true;
+          for (OpOperand &operand : yield->getOpOperands()) {
+            if (operand.get() != value)
+              continue;
+            unsigned index = operand.getOperandNumber();
+            worklist.push_back(loop.getRegionIterArgs()[index]);
+            worklist.push_back(loop.getResult(index));
+          }
+          appendWritten(loop);
         }
       }
       if (!followed) {

@@ -257,3 +257,65 @@ def test_second_order_through_min_with_ties(p):
             fd = (m.gradient(p, c + eps * direction) -
                   m.gradient(p, c - eps * direction)) / (2 * eps)
             assert_grads_close(hj, fd, rtol=1e-6, atol=1e-8)
+
+
+# Loops: the induction variable varies with the bounds only. The slice of w
+# read at it is inactive when only x is differentiated and active when w is;
+# a bound computed from x makes the trip count, not a derivative.
+LOOPS = """
+func.func @scale(%x: f64, %w: tensor<?xf64>) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = tensor.dim %w, %c0 : tensor<?xf64>
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %x) -> f64 {
+    %s = tensor.extract_slice %w[%i] [1] [1] : tensor<?xf64> to tensor<1xf64>
+    %v = tensor.extract %s[%c0] : tensor<1xf64>
+    %p = arith.mulf %acc, %v : f64
+    scf.yield %p : f64
+  }
+  return %r : f64
+}
+func.func @ramp(%x: f64) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f64
+  %k = arith.fptosi %x : f64 to i64
+  %n = arith.index_cast %k : i64 to index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero) -> f64 {
+    %ii = arith.index_cast %i : index to i64
+    %fi = arith.sitofp %ii : i64 to f64
+    %t = arith.mulf %x, %fi : f64
+    %a = arith.addf %acc, %t : f64
+    scf.yield %a : f64
+  }
+  return %r : f64
+}
+"""
+
+
+def test_loop_reads_at_its_induction_variable():
+    m = mlir_ad.compile(LOOPS)
+    x, w = 0.75, np.array([1.5, -0.5, 2.0, 0.25])
+    p = float(np.prod(w))
+    assert m.scale(x, w) == pytest.approx(x * p, rel=1e-14)
+    assert mlir_ad.grad(m.scale, wrt=0)(x, w) == pytest.approx(p, rel=1e-14)
+    gx, gw = mlir_ad.grad(m.scale)(x, w)
+    assert gx == pytest.approx(p, rel=1e-14)
+    assert_grads_close(gw, x * p / w, rtol=1e-14, atol=0)
+    _, t = mlir_ad.jvp(m.scale, (x, w), (2.0,), wrt=0)
+    assert t == pytest.approx(2.0 * p, rel=1e-14)
+    tw = np.array([0.5, 1.0, -1.0, 2.0])
+    _, t = mlir_ad.jvp(m.scale, (x, w), (2.0, tw))
+    assert t == pytest.approx(2.0 * p + float(np.dot(x * p / w, tw)),
+                              rel=1e-14)
+
+
+@pytest.mark.parametrize("x", [0.5, 3.25, 6.75])
+def test_loop_bound_from_an_active_float(x):
+    m = mlir_ad.compile(LOOPS)
+    n = int(x)
+    s = float(sum(range(n)))
+    assert m.ramp(x) == pytest.approx(x * s, rel=1e-14)
+    assert mlir_ad.grad(m.ramp)(x)[0] == pytest.approx(s, rel=1e-14, abs=0)
+    _, t = mlir_ad.jvp(m.ramp, (x,), (1.5,))
+    assert t == pytest.approx(1.5 * s, rel=1e-14, abs=0)

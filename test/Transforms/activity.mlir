@@ -125,3 +125,31 @@ func.func @request_patch(%x: tensor<?xf64>, %w: tensor<?xf64>, %t: tensor<?xf64>
 // CHECK: tensor.insert_slice %[[W]]
 // CHECK: tensor.insert_slice %[[Z]]
 // CHECK: scf.yield
+
+// -----
+
+// A loop's induction variable varies with its bounds only, not with its
+// active iteration arguments: the slice of the inactive w it reads is
+// inactive (no tangent slice, no zero tensor).
+func.func @scale(%x: f64, %w: tensor<?xf64>) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = tensor.dim %w, %c0 : tensor<?xf64>
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %x) -> f64 {
+    %s = tensor.extract_slice %w[%i] [1] [1] : tensor<?xf64> to tensor<1xf64>
+    %v = tensor.extract %s[%c0] : tensor<1xf64>
+    %p = arith.mulf %acc, %v : f64
+    scf.yield %p : f64
+  }
+  return %r : f64
+}
+func.func @request_scale(%x: f64, %w: tensor<?xf64>, %t: f64) -> (f64, f64) {
+  %y, %ty = ad.jvp @scale(%x, %w) tangents(%t) {wrt = array<i64: 0>} : (f64, tensor<?xf64>) -> (f64, f64)
+  return %y, %ty : f64, f64
+}
+// CHECK-LABEL: func.func private @scale_ad_jvp_0
+// CHECK-NOT: linalg.fill
+// CHECK: scf.for
+// CHECK: tensor.extract_slice
+// CHECK-NOT: tensor.extract_slice
+// CHECK: scf.yield
