@@ -263,20 +263,82 @@ func.func private @vertices(%theta: tensor<26xf64>, %base_rel: tensor<22x4x4xf64
   return %posed : tensor<?x3xf64>
 }
 
+// The rows idx of the model's data (never differentiated).
+func.func private @rows22(%src: tensor<?x22xf64>, %idx: tensor<?xindex>) -> tensor<?x22xf64> {
+  %c0 = arith.constant 0 : index
+  %r = tensor.dim %idx, %c0 : tensor<?xindex>
+  %e = tensor.empty(%r) : tensor<?x22xf64>
+  %g = linalg.generic {indexing_maps = [affine_map<(r, b) -> (r)>, affine_map<(r, b) -> (r, b)>], iterator_types = ["parallel", "parallel"]}
+      ins(%idx : tensor<?xindex>) outs(%e : tensor<?x22xf64>) {
+  ^bb0(%v: index, %o: f64):
+    %b = linalg.index 1 : index
+    %x = tensor.extract %src[%v, %b] : tensor<?x22xf64>
+    linalg.yield %x : f64
+  } -> tensor<?x22xf64>
+  return %g : tensor<?x22xf64>
+}
+
+func.func private @rows4(%src: tensor<?x4xf64>, %idx: tensor<?xindex>) -> tensor<?x4xf64> {
+  %c0 = arith.constant 0 : index
+  %r = tensor.dim %idx, %c0 : tensor<?xindex>
+  %e = tensor.empty(%r) : tensor<?x4xf64>
+  %g = linalg.generic {indexing_maps = [affine_map<(r, b) -> (r)>, affine_map<(r, b) -> (r, b)>], iterator_types = ["parallel", "parallel"]}
+      ins(%idx : tensor<?xindex>) outs(%e : tensor<?x4xf64>) {
+  ^bb0(%v: index, %o: f64):
+    %b = linalg.index 1 : index
+    %x = tensor.extract %src[%v, %b] : tensor<?x4xf64>
+    linalg.yield %x : f64
+  } -> tensor<?x4xf64>
+  return %g : tensor<?x4xf64>
+}
+
+// The posed positions of the vertices idx[r], and the row of each r in
+// them. Fewer than half the model's vertices are posed alone (their weights
+// and base positions gathered first, row r: the Jacobian's 26-28 forward
+// passes then skin 3c vertices, not all V; gathering costs about as much as
+// skinning a row); otherwise every vertex is posed (row idx[r]).
+func.func private @positions(%theta: tensor<26xf64>, %base_rel: tensor<22x4x4xf64>, %inv_base_abs: tensor<22x4x4xf64>,
+                             %parents: tensor<22xi64>, %base_pos: tensor<?x4xf64>, %weights: tensor<?x22xf64>,
+                             %mirror: f64, %idx: tensor<?xindex>) -> (tensor<?x3xf64>, tensor<?xindex>) {
+  %c0 = arith.constant 0 : index
+  %nv = tensor.dim %base_pos, %c0 : tensor<?x4xf64>
+  %r = tensor.dim %idx, %c0 : tensor<?xindex>
+  %c2 = arith.constant 2 : index
+  %r2 = arith.muli %r, %c2 : index
+  %few = arith.cmpi ult, %r2, %nv : index
+  %q, %rows = scf.if %few -> (tensor<?x3xf64>, tensor<?xindex>) {
+    %w = func.call @rows22(%weights, %idx) : (tensor<?x22xf64>, tensor<?xindex>) -> tensor<?x22xf64>
+    %p = func.call @rows4(%base_pos, %idx) : (tensor<?x4xf64>, tensor<?xindex>) -> tensor<?x4xf64>
+    %v = func.call @vertices(%theta, %base_rel, %inv_base_abs, %parents, %p, %w, %mirror)
+        : (tensor<26xf64>, tensor<22x4x4xf64>, tensor<22x4x4xf64>, tensor<22xi64>, tensor<?x4xf64>, tensor<?x22xf64>, f64) -> tensor<?x3xf64>
+    %e = tensor.empty(%r) : tensor<?xindex>
+    %iota = linalg.generic {indexing_maps = [affine_map<(r) -> (r)>], iterator_types = ["parallel"]} outs(%e : tensor<?xindex>) {
+    ^bb0(%o: index):
+      %i = linalg.index 0 : index
+      linalg.yield %i : index
+    } -> tensor<?xindex>
+    scf.yield %v, %iota : tensor<?x3xf64>, tensor<?xindex>
+  } else {
+    %all = func.call @vertices(%theta, %base_rel, %inv_base_abs, %parents, %base_pos, %weights, %mirror)
+        : (tensor<26xf64>, tensor<22x4x4xf64>, tensor<22x4x4xf64>, tensor<22xi64>, tensor<?x4xf64>, tensor<?x22xf64>, f64) -> tensor<?x3xf64>
+    scf.yield %all, %idx : tensor<?x3xf64>, tensor<?xindex>
+  }
+  return %q, %rows : tensor<?x3xf64>, tensor<?xindex>
+}
+
 // Simple variant: correspondences index vertices.
 func.func @objective_simple(%theta: tensor<26xf64>, %base_rel: tensor<22x4x4xf64>, %inv_base_abs: tensor<22x4x4xf64>,
                             %parents: tensor<22xi64>, %base_pos: tensor<?x4xf64>, %weights: tensor<?x22xf64>,
                             %mirror: f64, %corr: tensor<?xindex>, %points: tensor<?x3xf64>) -> tensor<?x3xf64> {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
-  %c2 = arith.constant 2 : index
   %c3 = arith.constant 3 : index
-  %pos = func.call @vertices(%theta, %base_rel, %inv_base_abs, %parents, %base_pos, %weights, %mirror)
-      : (tensor<26xf64>, tensor<22x4x4xf64>, tensor<22x4x4xf64>, tensor<22xi64>, tensor<?x4xf64>, tensor<?x22xf64>, f64) -> tensor<?x3xf64>
+  %pos, %rows = func.call @positions(%theta, %base_rel, %inv_base_abs, %parents, %base_pos, %weights, %mirror, %corr)
+      : (tensor<26xf64>, tensor<22x4x4xf64>, tensor<22x4x4xf64>, tensor<22xi64>, tensor<?x4xf64>, tensor<?x22xf64>, f64, tensor<?xindex>) -> (tensor<?x3xf64>, tensor<?xindex>)
   %c = tensor.dim %points, %c0 : tensor<?x3xf64>
   %e = tensor.empty(%c) : tensor<?x3xf64>
   %err = scf.for %i = %c0 to %c step %c1 iter_args(%acc = %e) -> tensor<?x3xf64> {
-    %v = tensor.extract %corr[%i] : tensor<?xindex>
+    %v = tensor.extract %rows[%i] : tensor<?xindex>
     %r = scf.for %j = %c0 to %c3 step %c1 iter_args(%a = %acc) -> tensor<?x3xf64> {
       %p = tensor.extract %points[%i, %j] : tensor<?x3xf64>
       %q = tensor.extract %pos[%v, %j] : tensor<?x3xf64>
@@ -300,15 +362,27 @@ func.func @objective_complicated(%theta: tensor<26xf64>, %us: tensor<?x2xf64>, %
   %c2 = arith.constant 2 : index
   %c3 = arith.constant 3 : index
   %one = arith.constant 1.0 : f64
-  %pos = func.call @vertices(%theta, %base_rel, %inv_base_abs, %parents, %base_pos, %weights, %mirror)
-      : (tensor<26xf64>, tensor<22x4x4xf64>, tensor<22x4x4xf64>, tensor<22xi64>, tensor<?x4xf64>, tensor<?x22xf64>, f64) -> tensor<?x3xf64>
   %c = tensor.dim %points, %c0 : tensor<?x3xf64>
+  // Vertex k of point i's triangle, at 3i + k.
+  %ie = tensor.empty(%c) : tensor<?x3xindex>
+  %tri = linalg.generic {indexing_maps = [affine_map<(i, k) -> (i)>, affine_map<(i, k) -> (i, k)>], iterator_types = ["parallel", "parallel"]}
+      ins(%corr : tensor<?xindex>) outs(%ie : tensor<?x3xindex>) {
+  ^bb0(%t: index, %o: index):
+    %k = linalg.index 1 : index
+    %v = tensor.extract %triangles[%t, %k] : tensor<?x3xindex>
+    linalg.yield %v : index
+  } -> tensor<?x3xindex>
+  %idx = tensor.collapse_shape %tri [[0, 1]] : tensor<?x3xindex> into tensor<?xindex>
+  %pos, %rows = func.call @positions(%theta, %base_rel, %inv_base_abs, %parents, %base_pos, %weights, %mirror, %idx)
+      : (tensor<26xf64>, tensor<22x4x4xf64>, tensor<22x4x4xf64>, tensor<22xi64>, tensor<?x4xf64>, tensor<?x22xf64>, f64, tensor<?xindex>) -> (tensor<?x3xf64>, tensor<?xindex>)
   %e = tensor.empty(%c) : tensor<?x3xf64>
   %err = scf.for %i = %c0 to %c step %c1 iter_args(%acc = %e) -> tensor<?x3xf64> {
-    %t = tensor.extract %corr[%i] : tensor<?xindex>
-    %v0 = tensor.extract %triangles[%t, %c0] : tensor<?x3xindex>
-    %v1 = tensor.extract %triangles[%t, %c1] : tensor<?x3xindex>
-    %v2 = tensor.extract %triangles[%t, %c2] : tensor<?x3xindex>
+    %i3 = arith.muli %i, %c3 : index
+    %i31 = arith.addi %i3, %c1 : index
+    %i32 = arith.addi %i3, %c2 : index
+    %v0 = tensor.extract %rows[%i3] : tensor<?xindex>
+    %v1 = tensor.extract %rows[%i31] : tensor<?xindex>
+    %v2 = tensor.extract %rows[%i32] : tensor<?xindex>
     %u0 = tensor.extract %us[%i, %c0] : tensor<?x2xf64>
     %u1 = tensor.extract %us[%i, %c1] : tensor<?x2xf64>
     %u01 = arith.addf %u0, %u1 : f64
