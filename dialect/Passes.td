@@ -431,8 +431,12 @@ def ADVectorizePass : Pass<"ad-vectorize", "::mlir::func::FuncOp"> {
     outside the narrow one, so the wide operand's strip stays in cache. A
     contraction with one reduction dimension larger than a cache block runs
     in blocks of 16 register tiles of rows by 256 reduction steps, row
-    blocks outermost (each output element still adds its terms in order),
-    and the strip of its wide input one column of register tiles reads is
+    blocks outermost (each output element still adds its terms in order;
+    a `linalg.fill` of its output, an allocation nothing touches between
+    the two, is done block by block inside the loop over row blocks, so
+    the register tiles read the filled rows from cache: the whole output
+    was written out and read back, GradBench's kmeans's 80 MB distance
+    matrix), and the strip of its wide input one column of register tiles reads is
     copied to a buffer first (one per function and type, on the heap;
     contiguous: read in place at the stride of a power-of-two row length,
     its lines fell in one L1 set), when the copy serves 32 rows or more,

@@ -867,6 +867,100 @@ tileInLoops(RewriterBase &rewriter, linalg::LinalgOp op,
 constexpr int64_t kBlockRows = 16;
 constexpr int64_t kBlockSteps = 256;
 
+
+/// A fill of `op`'s output (one buffer, an allocation of the function) just
+/// before it in its block (`linalg.fill`, or a generic that only writes a
+/// scalar input), and the value it writes: nothing between them reads or
+/// writes a buffer that may overlap it (ops free of memory effects, views,
+/// pass), and no input of `op` may overlap it. Null when there is none.
+struct Fill {
+  Operation *op = nullptr;
+  Value value;
+};
+static Fill precedingFill(linalg::LinalgOp op) {
+  if (op.getNumDpsInits() != 1 || !op.hasPureBufferSemantics())
+    return {};
+  Value output = op.getDpsInits()[0];
+  Value root = rootBuffer(output);
+  if (!isa_and_nonnull<memref::AllocOp, memref::AllocaOp>(root.getDefiningOp()))
+    return {};
+  auto overlaps = [&](Value value) {
+    return isa<BaseMemRefType>(value.getType()) &&
+           !disjointBuffers(root, rootBuffer(value));
+  };
+  if (llvm::any_of(op.getDpsInputs(), overlaps))
+    return {};
+  for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
+    if (auto fill = dyn_cast<linalg::FillOp>(prev);
+        fill && fill.hasPureBufferSemantics() &&
+        fill.getDpsInits()[0] == output)
+      return {fill, fill.getInputs()[0]};
+    if (auto generic = dyn_cast<linalg::GenericOp>(prev);
+        generic && generic.hasPureBufferSemantics() &&
+        generic.getNumDpsInits() == 1 && generic.getDpsInits()[0] == output)
+      if (std::optional<Value> value = linalg::isaFillOpInterface(generic))
+        return {generic, *value};
+    if (isMemoryEffectFree(prev))
+      continue;
+    bool touches = prev->walk([&](Operation *nested) {
+                          return llvm::any_of(nested->getOperands(), overlaps)
+                                     ? WalkResult::interrupt()
+                                     : WalkResult::advance();
+                        })
+                       .wasInterrupted();
+    if (touches)
+      return {};
+  }
+  return {};
+}
+
+/// Moves `fill`, which writes the whole output of the contraction `block`
+/// just before the loop `rows` over its blocks of rows was made, into that
+/// loop: each block of rows is filled right before its first reduction
+/// block adds to it, so it is still in cache when the register tiles first
+/// read it, instead of the whole output written out to memory and read
+/// back (GradBench's kmeans: an 80 MB distance matrix). Every row block is
+/// filled whatever the reduction's length (none: the output is the fill).
+/// Returns the fill of a row block (null, `fill` left, when the block's
+/// output view cannot be taken there).
+static linalg::FillOp fillRowBlocks(RewriterBase &rewriter, Fill fill,
+                                    scf::ForOp rows, linalg::LinalgOp block) {
+  Block *body = rows.getBody();
+  Operation *anchor = body->findAncestorOpInBlock(*block);
+  auto view = block.getDpsInits()[0].getDefiningOp<memref::SubViewOp>();
+  if (!anchor || !view ||
+      rootBuffer(view) != rootBuffer(block.getDpsInits()[0]))
+    return nullptr;
+  // The view's offsets and sizes are those of the row block (the output
+  // does not depend on the reduction loop), computed by pure ops (the
+  // block's affine.min, which tiling puts inside the reduction loop) from
+  // values defined before `anchor`: those ops are computed again there.
+  DominanceInfo dominance(rows->getParentOfType<FunctionOpInterface>());
+  IRMapping mapping;
+  SmallVector<Operation *> recompute;
+  std::function<bool(Value)> available = [&](Value value) {
+    if (dominance.properlyDominates(value, anchor))
+      return true;
+    Operation *def = value.getDefiningOp();
+    if (!def || def->getNumRegions() != 0 || !isPure(def) ||
+        !llvm::all_of(def->getOperands(), available))
+      return false;
+    if (!llvm::is_contained(recompute, def))
+      recompute.push_back(def);
+    return true;
+  };
+  if (!llvm::all_of(view->getOperands(), available))
+    return nullptr;
+  rewriter.setInsertionPoint(anchor);
+  for (Operation *op : recompute)
+    rewriter.clone(*op, mapping);
+  Operation *rowView = rewriter.clone(*view, mapping);
+  auto rowFill = linalg::FillOp::create(rewriter, fill.op->getLoc(),
+                                        fill.value, rowView->getResults());
+  rewriter.eraseOp(fill.op);
+  return rowFill;
+}
+
 /// Tiles a contraction `op` planned by `plan` (its dimensions in the order
 /// of the tile loops) into cache blocks when it is larger than one: a loop
 /// over blocks of rows of the narrow dimension around a loop over blocks of
@@ -880,7 +974,9 @@ constexpr int64_t kBlockSteps = 256;
 static linalg::LinalgOp blockForCache(RewriterBase &rewriter,
                                       linalg::LinalgOp op,
                                       const TilePlan &plan,
-                                      bool parallelMarker) {
+                                      bool parallelMarker,
+                                      DenseSet<Operation *> &movedFills,
+                                      linalg::FillOp &rowFill) {
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
   SmallVector<unsigned> reductions;
   for (auto [dim, iterator] : llvm::enumerate(iterators))
@@ -910,13 +1006,20 @@ static linalg::LinalgOp blockForCache(RewriterBase &rewriter,
   for (unsigned dim = 0; dim < op.getNumLoops(); ++dim)
     if (dim != narrow && dim != reduction)
       order.push_back(dim);
+  Fill fill = sizes[narrow] ? precedingFill(op) : Fill();
   FailureOr<scf::SCFTilingResult> tiled =
       tileInLoops(rewriter, op, sizes, order);
   if (failed(tiled))
     return op;
   if (tiled->tiledOps.size() != 1)
     return nullptr;
-  return cast<linalg::LinalgOp>(tiled->tiledOps.front());
+  auto block = cast<linalg::LinalgOp>(tiled->tiledOps.front());
+  // The outermost loop is the one over row blocks.
+  if (fill.op && !tiled->loops.empty())
+    if (auto rows = dyn_cast<scf::ForOp>(tiled->loops.front().getOperation()))
+      if ((rowFill = fillRowBlocks(rewriter, fill, rows, block)))
+        movedFills.insert(fill.op);
+  return block;
 }
 
 /// Whether `value`, of `body`, is or depends on the block argument `arg`.
@@ -2145,7 +2248,26 @@ struct ADVectorizePass
       else
         llvm::append_range(planned, parts);
     }
-    for (linalg::LinalgOp op : planned) {
+    // A fill of a contraction's output just before it waits for the
+    // contraction, which may move it into its blocks of rows; what is left
+    // of such fills is tiled after the other ops.
+    DenseSet<Operation *> waitingFills, movedFills;
+    if (contractions)
+      for (linalg::LinalgOp op : planned)
+        if (std::optional<TilePlan> plan = planTiles(op, bits);
+            plan && plan->contraction)
+          if (Fill fill = precedingFill(op); fill.op)
+            waitingFills.insert(fill.op);
+    SmallVector<linalg::LinalgOp> order;
+    for (linalg::LinalgOp op : planned)
+      if (!waitingFills.contains(op))
+        order.push_back(op);
+    for (linalg::LinalgOp op : planned)
+      if (waitingFills.contains(op))
+        order.push_back(op);
+    for (linalg::LinalgOp op : order) {
+      if (movedFills.contains(op))
+        continue;
       std::optional<TilePlan> plan = planTiles(op, bits);
       if (!plan || (plan->contraction && !contractions) ||
           (!plan->contraction && !elementwise))
@@ -2189,7 +2311,16 @@ struct ADVectorizePass
         }
       }
       if (plan->contraction) {
-        op = blockForCache(rewriter, op, *plan, bool(parallelMarker));
+        linalg::FillOp rowFill;
+        op = blockForCache(rewriter, op, *plan, bool(parallelMarker),
+                           movedFills, rowFill);
+        if (rowFill && elementwise)
+          if (std::optional<TilePlan> fillPlan = planTiles(rowFill, bits))
+            (void)tileAndPeel(rewriter,
+                              alignOutput(rewriter, rowFill, *fillPlan, bits,
+                                          marker),
+                              *fillPlan, marker, reductionMarker,
+                              parallelMarker);
         if (!op)
           continue;
         if (packWideStrips(rewriter, op, *plan, bits, marker,

@@ -927,3 +927,54 @@ func.func @two_terms(%a: memref<?x22xf64>, %da: memref<?x22xf64>, %b: memref<22x
   }
   return %c, %dc : memref<?x12xf64>, memref<?x12xf64>
 }
+
+// -----
+
+// A contraction whose output (an allocation) was just filled, in blocks of
+// rows: each row block is filled inside the loop over row blocks, right
+// before the loop over reduction blocks, not the whole output first.
+// CHECK-LABEL: func.func @fill_row_blocks
+// CHECK: %[[C:.*]] = memref.alloc
+// CHECK-NOT: vector.store
+// CHECK: scf.for %{{.*}} step %c128
+// CHECK: vector.store %{{.*}}, %[[C]]
+// CHECK: scf.for %{{.*}} step %c256
+// CHECK: return %[[C]]
+// OFF-LABEL: func.func @fill_row_blocks
+// OFF: linalg.fill
+// OFF-NEXT: linalg.matmul
+func.func @fill_row_blocks(%a: memref<?x?xf64>, %b: memref<?x?xf64>) -> memref<?x?xf64> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f64
+  %m = memref.dim %a, %c0 : memref<?x?xf64>
+  %n = memref.dim %b, %c1 : memref<?x?xf64>
+  %c = memref.alloc(%m, %n) : memref<?x?xf64>
+  linalg.fill ins(%zero : f64) outs(%c : memref<?x?xf64>)
+  linalg.matmul ins(%a, %b : memref<?x?xf64>, memref<?x?xf64>) outs(%c : memref<?x?xf64>)
+  return %c : memref<?x?xf64>
+}
+
+// -----
+
+// The same, with the output read between the fill and the contraction:
+// the fill stays whole, before the read.
+// CHECK-LABEL: func.func @fill_read_first
+// CHECK: %[[C:.*]] = memref.alloc
+// CHECK: vector.store %{{.*}}, %[[C]]
+// CHECK: memref.copy %[[C]]
+// CHECK: scf.for %{{.*}} step %c128
+// CHECK-NOT: vector.store %cst{{.*}}, %[[C]]
+// CHECK: return %[[C]]
+func.func @fill_read_first(%a: memref<?x?xf64>, %b: memref<?x?xf64>, %d: memref<?x?xf64>) -> memref<?x?xf64> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f64
+  %m = memref.dim %a, %c0 : memref<?x?xf64>
+  %n = memref.dim %b, %c1 : memref<?x?xf64>
+  %c = memref.alloc(%m, %n) : memref<?x?xf64>
+  linalg.fill ins(%zero : f64) outs(%c : memref<?x?xf64>)
+  memref.copy %c, %d : memref<?x?xf64> to memref<?x?xf64>
+  linalg.matmul ins(%a, %b : memref<?x?xf64>, memref<?x?xf64>) outs(%c : memref<?x?xf64>)
+  return %c : memref<?x?xf64>
+}
