@@ -45,7 +45,19 @@ ActivityAnalysis::ActivityAnalysis(func::FuncOp function,
     : followsMemory(followsMemory) {
   if (followsMemory)
     groupBuffers(function);
-  propagateVaried(function, wrt);
+  // What may hold a float's bits, through every path (booleans, sizes,
+  // trip counts, whole region ops): an integer turned into a float by a
+  // bitcast is then varied however the precise rules would have lost it
+  // (a float rebuilt bit by bit from comparisons, or from loop trip
+  // counts, must reach the bitcast's diagnostic, not become a constant).
+  propagateVaried(function, wrt, /*precise=*/false, mayHoldBits, {});
+  SmallVector<Value> bits;
+  function.walk([&](arith::BitcastOp bitcast) {
+    if (isa<FloatType>(getElementTypeOrSelf(bitcast.getType())) &&
+        mayHoldBits.contains(bitcast.getIn()))
+      bits.push_back(bitcast.getResult());
+  });
+  propagateVaried(function, wrt, /*precise=*/true, varied, bits);
   propagateUseful(function);
 }
 
@@ -162,8 +174,10 @@ static bool passesThroughTerminators(Operation *op) {
 }
 
 void ActivityAnalysis::propagateVaried(func::FuncOp function,
-                                       ArrayRef<int64_t> wrt) {
-  SmallVector<Value> worklist;
+                                       ArrayRef<int64_t> wrt, bool precise,
+                                       llvm::DenseSet<Value> &varied,
+                                       ArrayRef<Value> seeds) {
+  SmallVector<Value> worklist(seeds.begin(), seeds.end());
   llvm::SmallPtrSet<Operation *, 16> enclosingVaried;
   for (int64_t position : wrt)
     worklist.push_back(function.getArgument(position));
@@ -186,7 +200,7 @@ void ActivityAnalysis::propagateVaried(func::FuncOp function,
     // A boolean (a comparison's result, a branch condition) has no
     // derivative and holds no float's bits: what it selects varies only
     // through the selected values.
-    if (getElementTypeOrSelf(value.getType()).isInteger(1))
+    if (precise && getElementTypeOrSelf(value.getType()).isInteger(1))
       continue;
     if (!varied.insert(value).second)
       continue;
@@ -196,11 +210,15 @@ void ActivityAnalysis::propagateVaried(func::FuncOp function,
     for (Operation *user : value.getUsers()) {
       // No derivative flows through ad.stop_gradient, nor into the sizes
       // of a tensor or buffer (tensor.empty of them holds no varied value).
-      if (isa<StopGradientOp, tensor::DimOp, memref::DimOp>(user))
+      if (isa<StopGradientOp>(user) ||
+          (precise && isa<tensor::DimOp, memref::DimOp>(user)))
         continue;
       // Whether a linalg rule below followed `value` into or out of a body.
       bool followed = false;
-      if (auto linalgOp = dyn_cast<linalg::LinalgOp>(user)) {
+      // (Only the precise propagation follows bodies; every result of a
+      // region op may hold bits of what it reads.)
+      if (auto linalgOp =
+              precise ? dyn_cast<linalg::LinalgOp>(user) : nullptr) {
         followed = true;
         // An operand of a linalg op varies its block argument; an init
         // also its result (which is the init where a reduction is empty).
@@ -215,7 +233,8 @@ void ActivityAnalysis::propagateVaried(func::FuncOp function,
             worklist.push_back(linalgOp.getTiedOpResult(&operand));
         }
         appendWritten(user);
-      } else if (auto yield = dyn_cast<linalg::YieldOp>(user)) {
+      } else if (auto yield =
+                     precise ? dyn_cast<linalg::YieldOp>(user) : nullptr) {
         if (auto linalgOp = dyn_cast<linalg::LinalgOp>(yield->getParentOp())) {
           followed = true;
           // A yielded value varies its output: the result (or the buffer
@@ -237,7 +256,7 @@ void ActivityAnalysis::propagateVaried(func::FuncOp function,
           }
         }
       }
-      if (auto loop = dyn_cast<scf::ForOp>(user)) {
+      if (auto loop = precise ? dyn_cast<scf::ForOp>(user) : nullptr) {
         // An init varies its iteration argument and result; a bound or the
         // step varies the induction variable only.
         followed = true;
@@ -252,7 +271,8 @@ void ActivityAnalysis::propagateVaried(func::FuncOp function,
           }
         }
         appendWritten(user);
-      } else if (auto yield = dyn_cast<scf::YieldOp>(user)) {
+      } else if (auto yield =
+                     precise ? dyn_cast<scf::YieldOp>(user) : nullptr) {
         if (auto loop = dyn_cast<scf::ForOp>(yield->getParentOp())) {
           // A yielded value varies its result and, for the next iteration,
           // its iteration argument.
@@ -330,6 +350,12 @@ void ActivityAnalysis::propagateUseful(func::FuncOp function) {
         llvm::append_range(worklist, nested->getOperands());
     });
   }
+}
+
+bool ActivityAnalysis::isVaried(Value value) const {
+  if (varied.contains(value))
+    return true;
+  return !isDifferentiableType(value.getType()) && mayHoldBits.contains(value);
 }
 
 bool ActivityAnalysis::isActive(Value value) const {

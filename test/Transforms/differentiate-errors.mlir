@@ -860,3 +860,137 @@ func.func @caller(%x: f64, %t: f64) -> (f64, f64) {
   %y, %ty = ad.jvp @atomic_sum(%x) tangents(%t) : (f64) -> (f64, f64)
   return %y, %ty : f64, f64
 }
+
+// -----
+
+// The bits of a float rebuilt through comparisons (one bit at a time), loop
+// trip counts or tensor sizes, then bitcast back to a float: the error as
+// for any integer path, not a constant (activity's precise rules stop at
+// booleans, bounds and sizes; what may hold a float's bits follows them).
+func.func @bits_bool_f(%x: f64) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %z64 = arith.constant 0 : i64
+  %one64 = arith.constant 1 : i64
+  %b = arith.bitcast %x : f64 to i64
+  %r = scf.for %k = %c0 to %c64 step %c1 iter_args(%acc = %z64) -> i64 {
+    %ki = arith.index_cast %k : index to i64
+    %m = arith.shli %one64, %ki : i64
+    %a = arith.andi %b, %m : i64
+    %set = arith.cmpi ne, %a, %z64 : i64
+    %v = arith.select %set, %m, %z64 : i64
+    %n = arith.ori %acc, %v : i64
+    scf.yield %n : i64
+  }
+  // expected-error @+2 {{no derivative rule for 'arith.bitcast'}}
+  // expected-error @+1 {{no tangent rule for 'arith.bitcast'}}
+  %y = arith.bitcast %r : i64 to f64
+  %two = arith.constant 2.0 : f64
+  %z = arith.mulf %y, %two : f64
+  return %z : f64
+}
+
+func.func @bits_bool_g(%x: f64) -> f64 {
+  // expected-note @+1 {{while differentiating this call of @bits_bool_f}}
+  %g = ad.grad @bits_bool_f(%x) : (f64) -> f64
+  return %g : f64
+}
+func.func @bits_bool_j(%x: f64, %t: f64) -> (f64, f64) {
+  // expected-note @+1 {{while differentiating this call of @bits_bool_f}}
+  %y, %ty = ad.jvp @bits_bool_f(%x) tangents(%t) : (f64) -> (f64, f64)
+  return %y, %ty : f64, f64
+}
+
+
+// -----
+
+func.func @bits_trip_f(%x: f64) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %z64 = arith.constant 0 : i64
+  %one64 = arith.constant 1 : i64
+  %eight = arith.constant 8 : i64
+  %ff = arith.constant 255 : i64
+  %b = arith.bitcast %x : f64 to i64
+  %r = scf.for %k = %c0 to %c8 step %c1 iter_args(%acc = %z64) -> i64 {
+    %ki = arith.index_cast %k : index to i64
+    %sh = arith.muli %ki, %eight : i64
+    %s = arith.shrui %b, %sh : i64
+    %byte = arith.andi %s, %ff : i64
+    %ub = arith.index_cast %byte : i64 to index
+    %cnt = scf.for %j = %c0 to %ub step %c1 iter_args(%c = %z64) -> i64 {
+      %c2 = arith.addi %c, %one64 : i64
+      scf.yield %c2 : i64
+    }
+    %v = arith.shli %cnt, %sh : i64
+    %n = arith.ori %acc, %v : i64
+    scf.yield %n : i64
+  }
+  // expected-error @+2 {{no derivative rule for 'arith.bitcast'}}
+  // expected-error @+1 {{no tangent rule for 'arith.bitcast'}}
+  %y = arith.bitcast %r : i64 to f64
+  %two = arith.constant 2.0 : f64
+  %z = arith.mulf %y, %two : f64
+  return %z : f64
+}
+
+func.func @bits_trip_g(%x: f64) -> f64 {
+  // expected-note @+1 {{while differentiating this call of @bits_trip_f}}
+  %g = ad.grad @bits_trip_f(%x) : (f64) -> f64
+  return %g : f64
+}
+func.func @bits_trip_j(%x: f64, %t: f64) -> (f64, f64) {
+  // expected-note @+1 {{while differentiating this call of @bits_trip_f}}
+  %y, %ty = ad.jvp @bits_trip_f(%x) tangents(%t) : (f64) -> (f64, f64)
+  return %y, %ty : f64, f64
+}
+
+
+// -----
+
+func.func private @size(%t: tensor<?xf64>) -> index {
+  %c0 = arith.constant 0 : index
+  %d = tensor.dim %t, %c0 : tensor<?xf64>
+  return %d : index
+}
+func.func @bits_dim_f(%x: f64) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %z64 = arith.constant 0 : i64
+  %eight = arith.constant 8 : i64
+  %ff = arith.constant 255 : i64
+  %b = arith.bitcast %x : f64 to i64
+  %r = scf.for %k = %c0 to %c8 step %c1 iter_args(%acc = %z64) -> i64 {
+    %ki = arith.index_cast %k : index to i64
+    %sh = arith.muli %ki, %eight : i64
+    %s = arith.shrui %b, %sh : i64
+    %byte = arith.andi %s, %ff : i64
+    %sz = arith.index_cast %byte : i64 to index
+    %e = tensor.empty(%sz) : tensor<?xf64>
+    %d = func.call @size(%e) : (tensor<?xf64>) -> index
+    %cnt = arith.index_cast %d : index to i64
+    %v = arith.shli %cnt, %sh : i64
+    %n = arith.ori %acc, %v : i64
+    scf.yield %n : i64
+  }
+  // expected-error @+2 {{no derivative rule for 'arith.bitcast'}}
+  // expected-error @+1 {{no tangent rule for 'arith.bitcast'}}
+  %y = arith.bitcast %r : i64 to f64
+  %two = arith.constant 2.0 : f64
+  %z = arith.mulf %y, %two : f64
+  return %z : f64
+}
+
+func.func @bits_dim_g(%x: f64) -> f64 {
+  // expected-note @+1 {{while differentiating this call of @bits_dim_f}}
+  %g = ad.grad @bits_dim_f(%x) : (f64) -> f64
+  return %g : f64
+}
+func.func @bits_dim_j(%x: f64, %t: f64) -> (f64, f64) {
+  // expected-note @+1 {{while differentiating this call of @bits_dim_f}}
+  %y, %ty = ad.jvp @bits_dim_f(%x) tangents(%t) : (f64) -> (f64, f64)
+  return %y, %ty : f64, f64
+}

@@ -41,17 +41,28 @@ public:
   bool isActive(Value value) const;
   /// Whether any result of `op` is active.
   bool isActive(Operation *op) const;
-  /// Whether `value` depends on a differentiated argument.
-  bool isVaried(Value value) const { return varied.contains(value); }
+  /// Whether `value` depends on a differentiated argument: for a value of
+  /// differentiable type, along the paths a derivative takes; for any
+  /// other (an integer, a boolean, a buffer), along every path, since it
+  /// may hold a float's bits (through comparisons, sizes and trip counts
+  /// too, and every result of a region op), which calls, stores and
+  /// bitcasts back to floats are checked for.
+  bool isVaried(Value value) const;
 
 private:
-  void propagateVaried(func::FuncOp function, ArrayRef<int64_t> wrt);
+  /// Forward propagation from the `wrt` arguments and `seeds` into
+  /// `varied`; `precise` follows linalg bodies and scf.for and stops at
+  /// booleans and sizes, otherwise every path counts.
+  void propagateVaried(func::FuncOp function, ArrayRef<int64_t> wrt,
+                       bool precise, llvm::DenseSet<Value> &varied,
+                       ArrayRef<Value> seeds);
   void propagateUseful(func::FuncOp function);
   /// Groups the buffers of `function` that may alias (followsMemory).
   void groupBuffers(func::FuncOp function);
 
   bool followsMemory;
   llvm::DenseSet<Value> varied;
+  llvm::DenseSet<Value> mayHoldBits;
   llvm::DenseSet<Value> useful;
   /// The buffers that may alias: one class per group (followsMemory).
   llvm::EquivalenceClasses<Value> buffers;
