@@ -432,7 +432,8 @@ def ADVectorizePass : Pass<"ad-vectorize", "::mlir::func::FuncOp"> {
     contraction with one reduction dimension larger than a cache block runs
     in blocks of 16 register tiles of rows by 256 reduction steps, row
     blocks outermost (each output element still adds its terms in order;
-    a `linalg.fill` of its output, an allocation nothing touches between
+    a fill of its output (`linalg.fill`, or a generic writing one scalar
+    to every element), an allocation nothing touches between
     the two, is done block by block inside the loop over row blocks, so
     the register tiles read the filled rows from cache: the whole output
     was written out and read back, GradBench's kmeans's 80 MB distance

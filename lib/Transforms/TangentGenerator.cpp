@@ -70,36 +70,26 @@ public:
   Value getTangent(Value original) override {
     if (Value tangent = tangents.lookup(original))
       return tangent;
-    if (isa<MemRefType>(original.getType())) {
-      // A buffer nothing differentiable was written to: one zero shadow,
-      // which every later read and write of the buffer shares, made where
-      // the buffer is defined so that it dominates them all.
-      Value primal = lookup(original);
-      OpBuilder::InsertionGuard guard(builder);
-      if (Operation *definition = primal.getDefiningOp())
-        builder.setInsertionPointAfter(definition);
-      else
-        builder.setInsertionPointToStart(primal.getParentBlock());
-      Value shadow = createZeroShadow(builder, original.getLoc(), primal);
-      tangents[original] = shadow;
-      return shadow;
-    }
-    if (!isa<RankedTensorType>(original.getType()))
-      return createZerosLike(builder, original.getLoc(), original.getType(),
+    Type type = original.getType();
+    if (!isa<MemRefType, RankedTensorType>(type))
+      return createZerosLike(builder, original.getLoc(), type,
                              lookup(original));
-    // An inactive tensor read by an active op: one zero tensor, made where
-    // the tensor is defined (outside the loops that read it, not filled
-    // again at every iteration) and shared by every read.
+    // A buffer nothing differentiable was written to gets one zero shadow,
+    // which every later read and write of the buffer shares; an inactive
+    // tensor read by an active op one zero tensor (not filled again at
+    // every iteration of a loop that reads it). Either is made where the
+    // value is defined, so that it dominates every use.
     Value primal = lookup(original);
     OpBuilder::InsertionGuard guard(builder);
     if (Operation *definition = primal.getDefiningOp())
       builder.setInsertionPointAfter(definition);
     else
       builder.setInsertionPointToStart(primal.getParentBlock());
-    Value zeros = createZerosLike(builder, original.getLoc(),
-                                  original.getType(), primal);
-    tangents[original] = zeros;
-    return zeros;
+    Value zero = isa<MemRefType>(type)
+                     ? createZeroShadow(builder, original.getLoc(), primal)
+                     : createZerosLike(builder, original.getLoc(), type, primal);
+    tangents[original] = zero;
+    return zero;
   }
   Value lookupTangent(Value original) override {
     return tangents.lookup(original);

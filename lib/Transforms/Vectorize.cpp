@@ -870,7 +870,7 @@ constexpr int64_t kBlockSteps = 256;
 
 /// A fill of `op`'s output (one buffer, an allocation of the function) just
 /// before it in its block (`linalg.fill`, or a generic that only writes a
-/// scalar input), and the value it writes: nothing between them reads or
+/// scalar input to every element), and the value it writes: nothing between them reads or
 /// writes a buffer that may overlap it (ops free of memory effects, views,
 /// pass), and no input of `op` may overlap it. Null when there is none.
 struct Fill {
@@ -895,9 +895,13 @@ static Fill precedingFill(linalg::LinalgOp op) {
         fill && fill.hasPureBufferSemantics() &&
         fill.getDpsInits()[0] == output)
       return {fill, fill.getInputs()[0]};
+    // (A generic writing every element: upstream's isaFillOpInterface looks
+    // at the body, not at the output's map, which may write a diagonal.)
     if (auto generic = dyn_cast<linalg::GenericOp>(prev);
         generic && generic.hasPureBufferSemantics() &&
-        generic.getNumDpsInits() == 1 && generic.getDpsInits()[0] == output)
+        generic.getNumDpsInits() == 1 && generic.getDpsInits()[0] == output &&
+        generic.getMatchingIndexingMap(generic.getDpsInitOperand(0))
+            .isPermutation())
       if (std::optional<Value> value = linalg::isaFillOpInterface(generic))
         return {generic, *value};
     if (isMemoryEffectFree(prev))

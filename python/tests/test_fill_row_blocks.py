@@ -130,3 +130,39 @@ def test_distance_matrix_after_fill(n, k, d):
     p, c = rng.random((n, d)), rng.random((k, d))
     want = ((c[None, :, :] - p[:, None, :]) ** 2).sum(axis=2).min(axis=1)
     np.testing.assert_allclose(module.f(p, c), want, rtol=1e-13, atol=1e-15)
+
+
+# A generic writing a scalar to part of the output (the diagonal: lambda I +
+# A B, a ridge Gram matrix; one column) is not a fill of it: it stays.
+PARTIAL = """
+func.func @f(%a: tensor<?x?xf64>, %b: tensor<?x?xf64>, %lam: f64) -> tensor<?x?xf64> {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f64
+  %n = tensor.dim %a, %c0 : tensor<?x?xf64>
+  %e = tensor.empty(%n, %n) : tensor<?x?xf64>
+  %z = linalg.fill ins(%zero : f64) outs(%e : tensor<?x?xf64>) -> tensor<?x?xf64>
+  %d = linalg.generic {indexing_maps = [affine_map<(i) -> ()>, affine_map<(i) -> MAP>], iterator_types = ["parallel"]}
+      ins(%lam : f64) outs(%z : tensor<?x?xf64>) {
+  ^bb0(%in: f64, %out: f64):
+    linalg.yield %in : f64
+  } -> tensor<?x?xf64>
+  %r = linalg.matmul ins(%a, %b : tensor<?x?xf64>, tensor<?x?xf64>) outs(%d : tensor<?x?xf64>) -> tensor<?x?xf64>
+  return %r : tensor<?x?xf64>
+}
+"""
+
+
+@pytest.mark.parametrize("part", ["diagonal", "column"])
+@pytest.mark.parametrize("n", [5, 128, 129, 300])
+def test_partial_fill_before_the_product_stays(part, n):
+    module = mlir_ad.compile(PARTIAL.replace(
+        "MAP", "(i, i)" if part == "diagonal" else "(i, 0)"))
+    rng = np.random.default_rng(n)
+    a, b = rng.standard_normal((n, 4)), rng.standard_normal((4, n))
+    want = a @ b
+    if part == "diagonal":
+        want += 3.0 * np.eye(n)
+    else:
+        want[:, 0] += 3.0
+    np.testing.assert_allclose(module.f(a, b, 3.0), want, rtol=1e-12,
+                               atol=1e-12)
