@@ -149,7 +149,9 @@ def ADSimplifyAdjointsPass : Pass<"ad-simplify-adjoints"> {
       that value over those loops first, when some other loop is read by
       neither: GMM's mean adjoint `sum_{n,j} -dQx[n,k,j] Q[k,j,i]` becomes
       `sum_j -Q[k,j,i] (sum_n dQx[n,k,j])`, O(n k d + k d^2) instead of
-      O(n k d^2). The sum is rounded in another order.
+      O(n k d^2). The partial sum has the layout of the input it sums
+      (`s[k,j]` for `dQx[n,k,j]`), its innermost loop contiguous there.
+      The sum is rounded in another order.
     - Generic operands the body does not read are dropped (upstream's
       `deduplicateOperandsAndRemoveDeadResults`), so primal values the
       adjoint does not need are neither kept alive nor taped.

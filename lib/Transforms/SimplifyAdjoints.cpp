@@ -729,15 +729,33 @@ struct SumFactorFirst : OpRewritePattern<linalg::GenericOp> {
         generic.getIteratorTypesArray();
     auto type = cast<FloatType>(p.getType());
 
-    // s[kept] = sum over summed of p, over the loops of U renumbered.
+    // s[kept] = sum over summed of p, over the loops of U renumbered: in
+    // the order of the dimensions of the first U input that reads them all
+    // (the layout of d[n, k, j] for s[k, j] = sum_n d[n, k, j]: its loop
+    // over j innermost and contiguous; in the order of the sum's loops, s
+    // was [j, k], its reduction reading d across j's rows), else in the
+    // order of the sum's loops.
+    SmallVector<unsigned> order;
+    for (unsigned i = 0; i < numInputs && order.empty(); ++i) {
+      if (!inU.test(i))
+        continue;
+      SmallVector<unsigned> dims;
+      for (AffineExpr expr : maps[i].getResults())
+        if (unsigned dim = dimOf(expr); summed.test(dim) || kept.test(dim))
+          dims.push_back(dim);
+      if (dims.size() == (summed | kept).count())
+        order = dims;
+    }
+    if (order.empty())
+      for (unsigned dim = 0; dim < numLoops; ++dim)
+        if (summed.test(dim) || kept.test(dim))
+          order.push_back(dim);
     SmallVector<AffineExpr> toS(numLoops, getAffineConstantExpr(0, context));
     SmallVector<AffineExpr> sResults;
     SmallVector<utils::IteratorType> sIterators;
     SmallVector<OpFoldResult> sSizes;
     unsigned numS = 0;
-    for (unsigned dim = 0; dim < numLoops; ++dim) {
-      if (!summed.test(dim) && !kept.test(dim))
-        continue;
+    for (unsigned dim : order) {
       AffineExpr expr = getAffineDimExpr(numS++, context);
       toS[dim] = expr;
       sIterators.push_back(summed.test(dim) ? utils::IteratorType::reduction
@@ -805,7 +823,7 @@ struct SumFactorFirst : OpRewritePattern<linalg::GenericOp> {
       }
     inputs.push_back(sum.getResult(0));
     SmallVector<AffineExpr> sRead;
-    for (unsigned dim = 0; dim < numLoops; ++dim)
+    for (unsigned dim : order)
       if (kept.test(dim))
         sRead.push_back(toMain[dim]);
     mainMaps.push_back(AffineMap::get(numMain, 0, sRead, context));

@@ -351,8 +351,9 @@ func.func @not_guarded_by_order(%p: tensor<?x?xf64>, %c: tensor<?x?xf64>, %share
 
 // GMM's mean adjoint: sum over n and j of -(d[n,k,j] M[k,j,i]). Only d reads
 // n, and the term is linear in it: d is summed over n first, and the sum
-// over j reads that (O(n k d + k d^2), not O(n k d^2)).
-// CHECK-DAG: #[[NKJ:.*]] = affine_map<(d0, d1, d2) -> (d0, d2, d1)>
+// over j reads that (O(n k d + k d^2), not O(n k d^2)). The sum s[k, j]
+// has d's layout, its loops in d's order (j innermost, contiguous in d).
+// CHECK-DAG: #[[NKJ:.*]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 // CHECK-DAG: #[[JK:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
 // CHECK-LABEL: func.func @sum_factor_first
 // CHECK-SAME: (%[[M:.*]]: tensor<?x?x?xf64>, %[[D:.*]]: tensor<?x?x?xf64>, %[[INIT:.*]]: tensor<?x?xf64>)
