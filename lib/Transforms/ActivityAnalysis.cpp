@@ -1,15 +1,18 @@
 //===- ActivityAnalysis.cpp - which values carry derivatives ----*- C++ -*-===//
 //
 // Two worklist propagations over use-def chains: forward from the
-// differentiated arguments, backward from the returned values. Booleans
-// (comparisons) carry no derivative and no bits of a float: variedness
-// stops at them. Linalg ops are followed through their bodies: an operand
-// varies its block argument (an init also its result), and a yielded value
-// its own result and its output's block argument (a reduction carries it),
-// so that an output computed from inactive values (a count of ties next to
-// a sum) stays inactive. scf.for is followed the same way through its
-// iteration arguments; its induction variable varies only with its bounds.
-// Other region ops
+// differentiated arguments, backward from the returned values. Variedness
+// is propagated twice. The precise propagation, which decides what carries
+// a derivative, stops at booleans (comparisons) and sizes, and follows
+// linalg bodies (an operand varies its block argument, an init also its
+// result; a yielded value its own result and its output's block argument,
+// which a reduction carries) and scf.for (an init or yielded value its own
+// iteration argument and result, a bound the induction variable only), so
+// that an output computed from inactive values (a count of ties next to a
+// sum) stays inactive. The conservative one follows every path, for what
+// may hold a float's bits (integers, booleans, buffers): a bitcast of such
+// an integer back to a float seeds the precise propagation. In both, other
+// region ops
 // are treated conservatively and without knowing their semantics: a varied
 // operand varies every result and every region argument of the op, a varied
 // terminator operand varies the parent's results and region arguments, and
@@ -213,7 +216,7 @@ void ActivityAnalysis::propagateVaried(func::FuncOp function,
       if (isa<StopGradientOp>(user) ||
           (precise && isa<tensor::DimOp, memref::DimOp>(user)))
         continue;
-      // Whether a linalg rule below followed `value` into or out of a body.
+      // Whether a rule below followed `value` into or out of a body.
       bool followed = false;
       // (Only the precise propagation follows bodies; every result of a
       // region op may hold bits of what it reads.)
@@ -255,8 +258,7 @@ void ActivityAnalysis::propagateVaried(func::FuncOp function,
               worklist.push_back(init->get());
           }
         }
-      }
-      if (auto loop = precise ? dyn_cast<scf::ForOp>(user) : nullptr) {
+      } else if (auto loop = precise ? dyn_cast<scf::ForOp>(user) : nullptr) {
         // An init varies its iteration argument and result; a bound or the
         // step varies the induction variable only.
         followed = true;

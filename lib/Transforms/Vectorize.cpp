@@ -867,12 +867,12 @@ tileInLoops(RewriterBase &rewriter, linalg::LinalgOp op,
 constexpr int64_t kBlockRows = 16;
 constexpr int64_t kBlockSteps = 256;
 
-
 /// A fill of `op`'s output (one buffer, an allocation of the function) just
 /// before it in its block (`linalg.fill`, or a generic that only writes a
-/// scalar input to every element), and the value it writes: nothing between them reads or
-/// writes a buffer that may overlap it (ops free of memory effects, views,
-/// pass), and no input of `op` may overlap it. Null when there is none.
+/// scalar input to every element), and the value it writes: nothing between
+/// them reads or writes a buffer that may overlap it (ops free of memory
+/// effects, views, pass), and no input of `op` may overlap it. Null when
+/// there is none.
 struct Fill {
   Operation *op = nullptr;
   Value value;
@@ -932,8 +932,7 @@ static linalg::FillOp fillRowBlocks(RewriterBase &rewriter, Fill fill,
   Block *body = rows.getBody();
   Operation *anchor = body->findAncestorOpInBlock(*block);
   auto view = block.getDpsInits()[0].getDefiningOp<memref::SubViewOp>();
-  if (!anchor || !view ||
-      rootBuffer(view) != rootBuffer(block.getDpsInits()[0]))
+  if (!anchor || !view)
     return nullptr;
   // The view's offsets and sizes are those of the row block (the output
   // does not depend on the reduction loop), computed by pure ops (the
@@ -2262,13 +2261,12 @@ struct ADVectorizePass
             plan && plan->contraction)
           if (Fill fill = precedingFill(op); fill.op)
             waitingFills.insert(fill.op);
+    auto waiting = [&](linalg::LinalgOp op) {
+      return waitingFills.contains(op);
+    };
     SmallVector<linalg::LinalgOp> order;
-    for (linalg::LinalgOp op : planned)
-      if (!waitingFills.contains(op))
-        order.push_back(op);
-    for (linalg::LinalgOp op : planned)
-      if (waitingFills.contains(op))
-        order.push_back(op);
+    llvm::copy_if(planned, std::back_inserter(order), std::not_fn(waiting));
+    llvm::copy_if(planned, std::back_inserter(order), waiting);
     for (linalg::LinalgOp op : order) {
       if (movedFills.contains(op))
         continue;

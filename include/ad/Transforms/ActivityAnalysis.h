@@ -16,12 +16,12 @@
 namespace mlir::ad {
 
 /// Activity of the values of one function for one set of differentiated
-/// arguments. Values of any type but booleans propagate variedness (an
-/// integer computed from a float can flow back into a float; a comparison's
-/// result carries neither a derivative nor a float's bits), but only values
-/// of differentiable type are active. Through a linalg op, variedness
-/// follows the body: each output is varied by what its yielded value
-/// reads (or by a varied init), not by every operand of the op.
+/// arguments. A value of differentiable type is varied along the paths a
+/// derivative takes (not through comparisons or sizes; through a linalg op
+/// or an scf.for, each output or iteration argument by what it is computed
+/// from); any other value (an integer can hold a float's bits and flow
+/// back into a float) along every path. Only values of differentiable type
+/// are active.
 ///
 /// With `followsMemory` (forward mode, which gives buffers shadow buffers),
 /// buffers of floats carry derivatives too: a buffer is varied when an op
