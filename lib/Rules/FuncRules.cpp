@@ -221,7 +221,7 @@ struct CallRule
           auto type = cast<RankedTensorType>(operand.getType());
           operands.push_back(createZerosLike(
               emitter.getBuilder(), call.getLoc(), type,
-              type.hasStaticShape() ? Value() : emitter.getPrimal(operand)));
+              type.hasStaticShape() ? Value() : emitter.getPrimalShape(operand)));
         }
       }
     }

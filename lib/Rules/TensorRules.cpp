@@ -52,7 +52,7 @@ struct ExtractRule
     auto type = cast<RankedTensorType>(extract.getTensor().getType());
     Value source = type.hasStaticShape()
                        ? Value()
-                       : emitter.getPrimal(extract.getTensor());
+                       : emitter.getPrimalShape(extract.getTensor());
     Value zeros = createZerosLike(b, loc, type, source);
     emitter.addCotangent(extract.getTensor(),
                          tensor::InsertOp::create(b, loc, element, zeros,
@@ -130,7 +130,7 @@ struct ExtractSliceRule
     auto slice = cast<tensor::ExtractSliceOp>(op);
     OpBuilder &b = emitter.getBuilder();
     Location loc = slice.getLoc();
-    Value source = emitter.getPrimal(slice.getSource());
+    Value source = emitter.getPrimalShape(slice.getSource());
     Value zeros = createZerosLike(b, loc, slice.getSourceType(), source);
     Value placed = tensor::InsertSliceOp::create(
         b, loc, emitter.getCotangent(slice.getResult()), zeros,
@@ -163,7 +163,7 @@ struct InsertSliceRule
           tensor::ExtractSliceOp::create(b, loc, insert.getSourceType(),
                                          cotangent, offsets, sizes, strides));
     if (emitter.isActive(insert.getDest())) {
-      Value source = emitter.getPrimal(insert.getSource());
+      Value source = emitter.getPrimalShape(insert.getSource());
       Value zeros = createZerosLike(b, loc, insert.getSourceType(), source);
       emitter.addCotangent(insert.getDest(),
                            tensor::InsertSliceOp::create(b, loc, zeros,
@@ -256,7 +256,7 @@ struct CollapseShapeRule
             : tensor::ExpandShapeOp::create(
                   b, loc, sourceType, cotangent, groups,
                   tensor::getMixedSizes(b, loc,
-                                        emitter.getPrimal(collapse.getSrc())));
+                                        emitter.getPrimalShape(collapse.getSrc())));
     emitter.addCotangent(collapse.getSrc(), expanded);
     return success();
   }
@@ -275,7 +275,7 @@ struct ConcatRule
     OpFoldResult offset = b.getIndexAttr(0);
     for (Value input : concat.getInputs()) {
       SmallVector<OpFoldResult> sizes =
-          tensor::getMixedSizes(b, loc, emitter.getPrimal(input));
+          tensor::getMixedSizes(b, loc, emitter.getPrimalShape(input));
       SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
       offsets[dim] = offset;
       SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
@@ -379,7 +379,7 @@ struct PadRule
     Value cotangent = emitter.getCotangent(pad.getResult());
     unsigned rank = pad.getSourceType().getRank();
     SmallVector<OpFoldResult> sizes =
-        tensor::getMixedSizes(b, loc, emitter.getPrimal(pad.getSource()));
+        tensor::getMixedSizes(b, loc, emitter.getPrimalShape(pad.getSource()));
     SmallVector<OpFoldResult> low = primalsOf(pad.getMixedLowPad(), emitter);
     SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
     if (emitter.isActive(pad.getSource()))
@@ -439,7 +439,7 @@ struct ReshapeRule
     Location loc = reshape.getLoc();
     auto sourceType = cast<RankedTensorType>(reshape.getSource().getType());
     auto shapeType = cast<RankedTensorType>(reshape.getShape().getType());
-    Value source = emitter.getPrimal(reshape.getSource());
+    Value source = emitter.getPrimalShape(reshape.getSource());
     SmallVector<Value> extents;
     for (OpFoldResult size : tensor::getMixedSizes(b, loc, source)) {
       Value extent = getValueOrCreateConstantIndexOp(b, loc, size);

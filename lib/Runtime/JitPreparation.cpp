@@ -8,6 +8,7 @@
 #include "JitPreparation.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -38,11 +39,185 @@ static std::string describeFailedCheck(Operation *op, StringRef message) {
   return text;
 }
 
+/// Asserts `condition` before `op`, with the message of a failed check.
+static void assertBefore(OpBuilder &builder, Operation *op, Value condition,
+                         StringRef message) {
+  cf::AssertOp::create(builder, op->getLoc(), condition,
+                       describeFailedCheck(op, message));
+}
+
+/// Checks that the dynamic `sizes` of `op` (a slice it reads or writes, a
+/// tensor it makes) are not negative. Before upstream's bounds checks of a
+/// slice: a slice of n - 1 elements of an empty tensor (`x[1:]`) failed the
+/// first of those as "offset 0 is out-of-bounds" (0 is the dimension), which
+/// does not name the cause. A tensor of -1 elements made a buffer of 2^64 - 8
+/// bytes (a failed allocation, then a segmentation fault).
+static void addSizeChecks(Operation *op, ArrayRef<OpFoldResult> sizes,
+                          StringRef what) {
+  OpBuilder builder(op);
+  Value zero;
+  for (auto [dim, size] : llvm::enumerate(sizes)) {
+    auto value = dyn_cast<Value>(size);
+    if (!value)
+      continue;
+    if (!zero)
+      zero = arith::ConstantIndexOp::create(builder, op->getLoc(), 0);
+    Value valid = arith::CmpIOp::create(
+        builder, op->getLoc(), arith::CmpIPredicate::sge, value, zero);
+    assertBefore(builder, op, valid,
+                 (what + " in dimension " + Twine(dim) + " is negative")
+                     .str());
+  }
+}
+
+/// Checks, before upstream's own checks of the slice, that the slice of
+/// `source` that `op` reads or writes fits in every dimension: its
+/// elements offset, offset + stride, ... (size of them) lie in [0, dim).
+/// Upstream's first failing check of `x[0:1]` of an empty x read "offset 0
+/// is out-of-bounds", 0 being the dimension.
+static void addSliceFitChecks(Operation *op, Value source,
+                              ArrayRef<OpFoldResult> offsets,
+                              ArrayRef<OpFoldResult> sizes,
+                              ArrayRef<OpFoldResult> strides) {
+  OpBuilder builder(op);
+  Location loc = op->getLoc();
+  auto index = [&](OpFoldResult value) {
+    return getValueOrCreateConstantIndexOp(builder, loc, value);
+  };
+  Value zero = arith::ConstantIndexOp::create(builder, loc, 0);
+  Value one = arith::ConstantIndexOp::create(builder, loc, 1);
+  for (unsigned dim = 0; dim < sizes.size(); ++dim) {
+    Value offset = index(offsets[dim]);
+    Value size = index(sizes[dim]);
+    Value extent = tensor::DimOp::create(builder, loc, source, dim);
+    // The last element read: offset + (size - 1) * stride.
+    Value last = arith::AddIOp::create(
+        builder, loc, offset,
+        arith::MulIOp::create(builder, loc,
+                              arith::SubIOp::create(builder, loc, size, one),
+                              index(strides[dim])));
+    auto cmp = [&](arith::CmpIPredicate predicate, Value a, Value b) {
+      return arith::CmpIOp::create(builder, loc, predicate, a, b);
+    };
+    Value fits = arith::AndIOp::create(
+        builder, loc,
+        arith::AndIOp::create(builder, loc,
+                              cmp(arith::CmpIPredicate::sge, offset, zero),
+                              cmp(arith::CmpIPredicate::slt, offset, extent)),
+        arith::AndIOp::create(builder, loc,
+                              cmp(arith::CmpIPredicate::sge, last, zero),
+                              cmp(arith::CmpIPredicate::slt, last, extent)));
+    Value empty = cmp(arith::CmpIPredicate::eq, size, zero);
+    assertBefore(builder, op, arith::OrIOp::create(builder, loc, empty, fits),
+                 ("the slice does not fit in dimension " + Twine(dim) +
+                  " of the tensor (offset, size or stride out of range)")
+                     .str());
+  }
+}
+
+/// Checks that each dimension of the tensor `insert` writes has the size
+/// the slice gives it: a slice of 4 elements given a source of 3 read one
+/// past its end (garbage in the result, and in the source's gradient).
+static void addInsertedSizeChecks(tensor::InsertSliceOp insert) {
+  OpBuilder builder(insert);
+  Location loc = insert.getLoc();
+  llvm::SmallBitVector dropped = insert.getDroppedDims();
+  RankedTensorType sourceType = insert.getSourceType();
+  unsigned sourceDim = 0;
+  for (auto [dim, size] : llvm::enumerate(insert.getMixedSizes())) {
+    if (dropped.test(dim))
+      continue;
+    unsigned current = sourceDim++;
+    if (!isa<Value>(size) && !sourceType.isDynamicDim(current))
+      continue;
+    Value given = tensor::DimOp::create(builder, loc, insert.getSource(),
+                                        current);
+    Value same = arith::CmpIOp::create(
+        builder, loc, arith::CmpIPredicate::eq, given,
+        getValueOrCreateConstantIndexOp(builder, loc, size));
+    assertBefore(builder, insert, same,
+                 ("the inserted tensor's size in dimension " + Twine(current) +
+                  " is not the slice's")
+                     .str());
+  }
+}
+
+/// Checks that a reshape keeps the number of elements: `tensor.reshape` to
+/// a shape of another element count, or `tensor.expand_shape` to sizes
+/// whose product is not the expanded dimension's, read out of bounds.
+static void addReshapeChecks(Operation *op) {
+  OpBuilder builder(op);
+  Location loc = op->getLoc();
+  auto product = [&](ArrayRef<Value> values) {
+    Value result = arith::ConstantIndexOp::create(builder, loc, 1);
+    for (Value value : values)
+      result = arith::MulIOp::create(builder, loc, result, value);
+    return result;
+  };
+  auto dims = [&](Value tensor) {
+    SmallVector<Value> sizes;
+    for (OpFoldResult size : tensor::getMixedSizes(builder, loc, tensor))
+      sizes.push_back(getValueOrCreateConstantIndexOp(builder, loc, size));
+    return sizes;
+  };
+  if (auto reshape = dyn_cast<tensor::ReshapeOp>(op)) {
+    if (reshape.getSource().getType().hasStaticShape() &&
+        reshape.getResult().getType().hasStaticShape())
+      return;
+    // The new sizes are the elements of the shape operand (read before the
+    // op: the result's sizes are not known yet).
+    SmallVector<Value> extents;
+    auto shapeType = cast<RankedTensorType>(reshape.getShape().getType());
+    for (int64_t i = 0; i < shapeType.getDimSize(0); ++i) {
+      Value extent = tensor::ExtractOp::create(
+          builder, loc, reshape.getShape(),
+          ValueRange{arith::ConstantIndexOp::create(builder, loc, i)});
+      if (!extent.getType().isIndex())
+        extent = arith::IndexCastOp::create(builder, loc,
+                                            builder.getIndexType(), extent);
+      extents.push_back(extent);
+    }
+    Value same = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq,
+                                       product(dims(reshape.getSource())),
+                                       product(extents));
+    assertBefore(builder, op, same,
+                 "the new shape does not have the source's number of "
+                 "elements");
+    return;
+  }
+  auto expand = cast<tensor::ExpandShapeOp>(op);
+  SmallVector<Value> sourceSizes = dims(expand.getSrc());
+  SmallVector<OpFoldResult> outputSizes = expand.getMixedOutputShape();
+  for (auto [group, dimensions] :
+       llvm::enumerate(expand.getReassociationIndices())) {
+    SmallVector<Value> parts;
+    bool dynamic = expand.getSrcType().isDynamicDim(group);
+    for (int64_t dim : dimensions) {
+      dynamic |= isa<Value>(outputSizes[dim]);
+      parts.push_back(
+          getValueOrCreateConstantIndexOp(builder, loc, outputSizes[dim]));
+    }
+    if (!dynamic)
+      continue;
+    Value same = arith::CmpIOp::create(builder, loc,
+                                       arith::CmpIPredicate::eq,
+                                       product(parts), sourceSizes[group]);
+    assertBefore(builder, op, same,
+                 ("the output sizes expanding dimension " + Twine(group) +
+                  " do not multiply to its size")
+                     .str());
+  }
+}
+
 /// Checks that the slice `insert` writes lies inside its destination:
 /// upstream (LLVM 22) has no run-time check of tensor.insert_slice, so the
 /// check of an extract_slice of the destination at the same offsets, sizes
 /// and strides stands in for it.
 static void addInsertSliceCheck(tensor::InsertSliceOp insert) {
+  addSizeChecks(insert, insert.getMixedSizes(), "the slice's size");
+  addSliceFitChecks(insert, insert.getDest(), insert.getMixedOffsets(),
+                    insert.getMixedSizes(), insert.getMixedStrides());
+  addInsertedSizeChecks(insert);
   OpBuilder builder(insert);
   auto probe = tensor::ExtractSliceOp::create(
       builder, insert.getLoc(), insert.getDest(), insert.getMixedOffsets(),
@@ -58,13 +233,6 @@ static void addInsertSliceCheck(tensor::InsertSliceOp insert) {
   // and erases the probe.
   if (probe->use_empty())
     probe.erase();
-}
-
-/// Asserts `condition` before `op`, with the message of a failed check.
-static void assertBefore(OpBuilder &builder, Operation *op, Value condition,
-                         StringRef message) {
-  cf::AssertOp::create(builder, op->getLoc(), condition,
-                       describeFailedCheck(op, message));
 }
 
 /// Checks that the padding amounts of `pad` given at run time are not
@@ -131,6 +299,26 @@ static void addShapeChecks(func::FuncOp func) {
             tensor::DimOp>(op))
       ops.push_back(op);
   });
+  // Tensors made with sizes given at run time, and reshaped.
+  SmallVector<Operation *> made, reshaped;
+  func.walk([&](Operation *op) {
+    if (isa<tensor::EmptyOp, tensor::GenerateOp, tensor::SplatOp>(op))
+      made.push_back(op);
+    if (isa<tensor::ReshapeOp, tensor::ExpandShapeOp>(op))
+      reshaped.push_back(op);
+  });
+  for (Operation *op : reshaped)
+    addReshapeChecks(op);
+  for (Operation *op : made) {
+    auto type = cast<RankedTensorType>(op->getResult(0).getType());
+    Builder builder(op->getContext());
+    addSizeChecks(op,
+                  getMixedValues(type.getShape(),
+                                 op->getOperands().take_back(
+                                     type.getNumDynamicDims()),
+                                 builder),
+                  "the size");
+  }
   SmallVector<Operation *> elementwise;
   func.walk([&](Operation *op) {
     if (isa<tensor::PadOp>(op) || (op->hasTrait<OpTrait::Elementwise>() &&
@@ -147,6 +335,11 @@ static void addShapeChecks(func::FuncOp func) {
     if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {
       addInsertSliceCheck(insert);
       continue;
+    }
+    if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op)) {
+      addSizeChecks(slice, slice.getMixedSizes(), "the slice's size");
+      addSliceFitChecks(slice, slice.getSource(), slice.getMixedOffsets(),
+                        slice.getMixedSizes(), slice.getMixedStrides());
     }
     auto verifiable = dyn_cast<RuntimeVerifiableOpInterface>(op);
     assert(verifiable && "every op checked has an upstream run-time check");

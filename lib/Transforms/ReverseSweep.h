@@ -77,6 +77,19 @@ public:
       return recomputed;
     return materialize(forward.lookup(original));
   }
+  Value getPrimalShape(Value original) override {
+    auto type = dyn_cast<RankedTensorType>(original.getType());
+    if (!type || type.hasStaticShape())
+      return getPrimal(original);
+    // The tensor itself when the pullback has it without a tape (a value
+    // of the forward entry block, a slice taken again, a tensor computed
+    // again); else its sizes (materialize).
+    if (Value mapped = primalOverrides.lookup(original))
+      return mapped;
+    if (Value recomputed = recomputeCheapTensor(original))
+      return recomputed;
+    return materialize(forward.lookup(original), original);
+  }
   SmallVector<Value> getResiduals(Operation *original) override {
     SmallVector<Value> values;
     residualsOf = original;
@@ -91,7 +104,7 @@ public:
     Type type = originalResult.getType();
     auto tensorType = dyn_cast<RankedTensorType>(type);
     Value like = tensorType && !tensorType.hasStaticShape()
-                     ? getPrimal(originalResult)
+                     ? getPrimalShape(originalResult)
                      : Value();
     return createZerosLike(builder, originalResult.getLoc(), type, like);
   }
@@ -419,7 +432,12 @@ private:
   /// rebuilds constants, passes values of the forward entry block as tape
   /// arguments (once), and reads the others from the tape storage that
   /// keeps them, in the iteration being reversed (once per iteration).
-  Value materialize(Value value) {
+  ///
+  /// With `shapeOf` (the original of a dynamically shaped tensor whose
+  /// shape alone is needed: getPrimalShape), a tensor that would be read
+  /// from tape storage, or could not be, is an empty tensor of its sizes
+  /// instead, which are kept (keepSizes).
+  Value materialize(Value value, Value shapeOf = Value()) {
     if (Value available = availableInPullback.lookup(value))
       return available;
     Operation *def = value.getDefiningOp();
@@ -434,19 +452,30 @@ private:
     value = forward.escape(value);
     Block *home = value.getParentBlock();
     TapeStorage *storage = forward.iterationStorageOf(value);
-    if (!storage)
-      return home == forward.getEntry() ? tapeEntryValue(value)
-                                        : failMaterialization(value, nullptr);
+    if (!storage) {
+      if (home == forward.getEntry())
+        return tapeEntryValue(value);
+      return shapeOf ? keepSizes(shapeOf) : failMaterialization(value, nullptr);
+    }
     Block *originalHome = forward.originalBlockOf(home);
     for (ReverseLoopScope &loop : llvm::reverse(loops)) {
       if (loop.originalBody != originalHome)
         continue;
       if (Value loaded = loop.loaded.lookup(value))
         return loaded;
-      if (Value view = rebuildSlice(value, loop)) {
+      // For its shape only, a slice whose source cannot be had (an argument
+      // of a recursion that changes from level to level) is no error: its
+      // sizes are kept instead.
+      bool wasQuiet = quietFailures;
+      quietFailures |= static_cast<bool>(shapeOf);
+      Value view = rebuildSlice(value, loop);
+      quietFailures = wasQuiet;
+      if (view) {
         loop.loaded[value] = view;
         return view;
       }
+      if (shapeOf)
+        return keepSizes(shapeOf);
       // Read right after the iteration's position is known, so that the
       // whole reverse iteration can use it.
       OpBuilder reader(value.getContext());
@@ -468,7 +497,33 @@ private:
       loop.loaded[value] = loaded;
       return loaded;
     }
-    return failMaterialization(value, nullptr);
+    return shapeOf ? keepSizes(shapeOf) : failMaterialization(value, nullptr);
+  }
+
+  /// An empty tensor of the sizes of `original` (a dynamically shaped
+  /// tensor), each dynamic size computed in the forward sweep next to the
+  /// tensor and kept like any index.
+  Value keepSizes(Value original) {
+    auto type = cast<RankedTensorType>(original.getType());
+    Value forwardValue = forward.lookup(original);
+    SmallVector<Value> sizes;
+    for (auto [dim, size] : llvm::enumerate(type.getShape())) {
+      if (!ShapedType::isDynamic(size))
+        continue;
+      Value &forwardSize = forwardSizes[{forwardValue, dim}];
+      if (!forwardSize) {
+        OpBuilder at(forwardValue.getContext());
+        at.setInsertionPointAfterValue(forwardValue);
+        forwardSize =
+            tensor::DimOp::create(at, original.getLoc(), forwardValue, dim);
+      }
+      Value kept = materialize(forwardSize);
+      if (!kept)
+        return Value();
+      sizes.push_back(kept);
+    }
+    return tensor::EmptyOp::create(builder, original.getLoc(), type.getShape(),
+                                   type.getElementType(), sizes);
   }
 
   /// A slice of a value of the forward entry block (a layer's parameters,
@@ -573,6 +628,9 @@ private:
   DenseMap<Value, Value> availableInPullback;
   CotangentMap cotangents;
   DenseMap<Value, Value> primalOverrides;
+  /// The sizes keepSizes computed in the forward sweep, by tensor and
+  /// dimension.
+  DenseMap<std::pair<Value, unsigned>, Value> forwardSizes;
   SmallVector<ReverseLoopScope> loops;
   Operation *currentOp = nullptr;
   /// The op whose residuals are being read, or null.

@@ -708,3 +708,99 @@ func.func @f(%x: f64, %n: index) -> f64 {
     assert mlir_ad.grad(m.f, wrt=0)(1.0, 0) == 0.0
     assert mlir_ad.grad(m.f, wrt=0)(2.0, 3) == pytest.approx(
         (reference(2.0 + 1e-6, 3) - reference(2.0 - 1e-6, 3)) / 2e-6, rel=1e-7)
+
+
+def test_negative_sizes_are_named():
+    # x[1:] - x[:-1] of an empty x slices n - 1 = -1 elements: the first
+    # failed check was upstream's "offset 0 is out-of-bounds" (0 being the
+    # dimension). A tensor of -1 elements made a buffer of 2^64 - 8 bytes.
+    m = mlir_ad.compile("""
+#v = affine_map<(i) -> (i)>
+func.func @diff(%x: tensor<?xf64>) -> tensor<?xf64> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = tensor.dim %x, %c0 : tensor<?xf64>
+  %m = arith.subi %n, %c1 : index
+  %a = tensor.extract_slice %x[1] [%m] [1] : tensor<?xf64> to tensor<?xf64>
+  %b = tensor.extract_slice %x[0] [%m] [1] : tensor<?xf64> to tensor<?xf64>
+  %d = arith.subf %a, %b : tensor<?xf64>
+  return %d : tensor<?xf64>
+}
+func.func @make(%n: index, %v: f64) -> tensor<?x2xf64> {
+  %e = tensor.empty(%n) : tensor<?x2xf64>
+  %f = linalg.fill ins(%v : f64) outs(%e : tensor<?x2xf64>) -> tensor<?x2xf64>
+  return %f : tensor<?x2xf64>
+}
+func.func @put(%x: tensor<?xf64>, %y: tensor<?xf64>, %k: index) -> tensor<?xf64> {
+  %r = tensor.insert_slice %y into %x[0] [%k] [1] : tensor<?xf64> into tensor<?xf64>
+  return %r : tensor<?xf64>
+}""")
+    np.testing.assert_array_equal(m.diff(np.array([1.0, 3.0, 6.0])), [2.0, 3.0])
+    assert m.diff(np.array([5.0])).shape == (0,)
+    with pytest.raises(ValueError, match=r"'tensor.extract_slice' at loc\(\"<source>\":8:\d+\): the slice's size in dimension 0 is negative"):
+        m.diff(np.zeros(0))
+    with pytest.raises(ValueError, match=r"'tensor.extract_slice' at loc\(\"<source>\":8:\d+\): the slice's size in dimension 0 is negative"):
+        mlir_ad.vjp(m.diff)(np.zeros(0))
+    np.testing.assert_array_equal(m.make(2, 1.5), np.full((2, 2), 1.5))
+    assert m.make(0, 1.5).shape == (0, 2)
+    with pytest.raises(ValueError, match=r"'tensor.empty' at loc\(\"<source>\":14:\d+\): the size in dimension 0 is negative"):
+        m.make(-1, 1.5)
+    np.testing.assert_array_equal(m.put(np.zeros(3), np.ones(2), 2), [1, 1, 0])
+    with pytest.raises(ValueError, match=r"'tensor.insert_slice' at loc\(\"<source>\":19:\d+\): the slice's size in dimension 0 is negative"):
+        m.put(np.zeros(3), np.ones(0), -2)
+    # The entries keep working.
+    np.testing.assert_array_equal(m.diff(np.array([1.0, 2.0])), [1.0])
+
+
+def test_sizes_that_do_not_fit_are_named():
+    # A slice of an empty tensor failed upstream's first check as "offset 0
+    # is out-of-bounds" (0 being the dimension). An inserted tensor of
+    # another size than the slice's, a reshape to another element count and
+    # an expand_shape whose sizes do not multiply to the expanded one's ran
+    # and read out of bounds: garbage in the result and a gradient of the
+    # wrong shape.
+    m = mlir_ad.compile("""
+func.func @head(%x: tensor<?xf64>) -> tensor<1xf64> {
+  %s = tensor.extract_slice %x[0] [1] [1] : tensor<?xf64> to tensor<1xf64>
+  return %s : tensor<1xf64>
+}
+func.func @put(%x: tensor<?xf64>, %y: tensor<?xf64>, %m: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %r = tensor.insert_slice %y into %x[0] [%m] [1] : tensor<?xf64> into tensor<?xf64>
+  %v = tensor.extract %r[%c0] : tensor<?xf64>
+  return %v : f64
+}
+func.func @flat(%x: tensor<?x?xf64>, %n: index) -> tensor<?xf64> {
+  %s = tensor.from_elements %n : tensor<1xindex>
+  %r = tensor.reshape %x(%s) : (tensor<?x?xf64>, tensor<1xindex>) -> tensor<?xf64>
+  return %r : tensor<?xf64>
+}
+func.func @rows(%x: tensor<?xf64>, %m: index) -> tensor<?x2xf64> {
+  %r = tensor.expand_shape %x [[0, 1]] output_shape [%m, 2] : tensor<?xf64> into tensor<?x2xf64>
+  return %r : tensor<?x2xf64>
+}""")
+    np.testing.assert_array_equal(m.head(np.array([4.0, 5.0])), [4.0])
+    for args in ((np.zeros(0),),):
+        with pytest.raises(ValueError, match=r"'tensor.extract_slice' at loc\(\"<source>\":3:\d+\): the slice does not fit in dimension 0 of the tensor"):
+            m.head(*args)
+    assert m.put(np.zeros(4), np.full(2, 7.0), 2) == 7.0
+    gx, gy = mlir_ad.grad(m.put, wrt=(0, 1))(np.zeros(4), np.full(2, 7.0), 2)
+    np.testing.assert_array_equal(gx, np.zeros(4))
+    np.testing.assert_array_equal(gy, [1.0, 0.0])
+    for size in (1, 3):
+        with pytest.raises(ValueError, match=r"'tensor.insert_slice' at loc\(\"<source>\":8:\d+\): the inserted tensor's size in dimension 0 is not the slice's"):
+            m.put(np.zeros(4), np.full(2, 7.0), size)
+        with pytest.raises(ValueError, match="the inserted tensor's size"):
+            mlir_ad.grad(m.put, wrt=(0, 1))(np.zeros(4), np.full(2, 7.0), size)
+    with pytest.raises(ValueError, match=r"'tensor.insert_slice' at loc\(\"<source>\":8:\d+\): the slice does not fit in dimension 0 of the tensor"):
+        m.put(np.zeros(4), np.full(5, 7.0), 5)
+    np.testing.assert_array_equal(m.flat(np.ones((2, 3)), 6), np.ones(6))
+    for n in (5, 9, 0):
+        with pytest.raises(ValueError, match=r"'tensor.reshape' at loc\(\"<source>\":14:\d+\): the new shape does not have the source's number of elements"):
+            m.flat(np.ones((2, 3)), n)
+    np.testing.assert_array_equal(m.rows(np.arange(6.0), 3), np.arange(6.0).reshape(3, 2))
+    for rows in (2, 4, 0, -1):
+        with pytest.raises(ValueError, match=r"'tensor.expand_shape' at loc\(\"<source>\":18:\d+\): the output sizes expanding dimension 0 do not multiply to its size"):
+            m.rows(np.arange(6.0), rows)
+    # The entries keep working.
+    np.testing.assert_array_equal(m.rows(np.arange(4.0), 2), [[0, 1], [2, 3]])

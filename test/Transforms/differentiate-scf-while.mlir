@@ -334,3 +334,53 @@ func.func @tensor_rows_vjp(%t: tensor<2x3xf32>, %dy: tensor<2x3xf32>) -> tensor<
   %g = ad.pullback %pb(%dy) : !ad.pullback<(tensor<2x3xf32>) -> tensor<2x3xf32>>
   return %g : tensor<2x3xf32>
 }
+
+// -----
+
+// The adjoints of the extract and of the pad need only the padded tensor's
+// size, which changes from row to row: the forward keeps the size (one
+// slot), not the tensor, and the pullback reads it back for the shape of
+// the cotangent it scatters the element into.
+// CHECK-LABEL: func.func private @pad_rows_ad_fwd_0
+// CHECK: scf.while
+// CHECK: %[[P:.*]] = tensor.pad
+// CHECK: %[[D:.*]] = tensor.dim %[[P]], %{{.*}} : tensor<?xf64>
+// CHECK: %[[I:.*]] = arith.index_cast %[[D]] : index to i64
+// CHECK: %[[B:.*]] = arith.bitcast %[[I]] {ad.tape_slot} : i64 to f64
+// CHECK: memref.store %[[B]]
+// CHECK-LABEL: func.func private @pad_rows_ad_pb_0
+// CHECK: scf.for
+// CHECK: memref.load
+// CHECK: tensor.empty(%{{[0-9]+}}) : tensor<?xf64>
+// CHECK-NOT: tensor.pad
+// CHECK-LABEL: func.func @pad_rows_grad
+func.func @pad_rows(%x: tensor<?xf64>) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %zero = arith.constant 0.0 : f64
+  %n = tensor.dim %x, %c0 : tensor<?xf64>
+  %r:2 = scf.while (%i = %c0, %acc = %zero) : (index, f64) -> (index, f64) {
+    %go = arith.cmpi slt, %i, %c3 : index
+    scf.condition(%go) %i, %acc : index, f64
+  } do {
+  ^bb0(%i: index, %acc: f64):
+    %m = arith.subi %n, %i : index
+    %s = tensor.extract_slice %x[%i] [%m] [1] : tensor<?xf64> to tensor<?xf64>
+    %p = tensor.pad %s low[%i] high[0] {
+    ^bb0(%j: index):
+      tensor.yield %zero : f64
+    } : tensor<?xf64> to tensor<?xf64>
+    %v = tensor.extract %p[%c1] : tensor<?xf64>
+    %w = arith.mulf %v, %v : f64
+    %a = arith.addf %acc, %w : f64
+    %i1 = arith.addi %i, %c1 : index
+    scf.yield %i1, %a : index, f64
+  }
+  return %r#1 : f64
+}
+
+func.func @pad_rows_grad(%x: tensor<?xf64>) -> tensor<?xf64> {
+  %g = ad.grad @pad_rows(%x) : (tensor<?xf64>) -> tensor<?xf64>
+  return %g : tensor<?xf64>
+}

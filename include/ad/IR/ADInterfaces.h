@@ -185,6 +185,12 @@ public:
   /// The value of `original` from the forward run, usable in the pullback.
   /// Reading a value is what puts it on the tape (constants are rebuilt).
   virtual Value getPrimal(Value original) = 0;
+  /// For rules that need only the shape of tensor `original` (a zero
+  /// cotangent, the bounds of a slice): a pullback tensor of its type and
+  /// sizes. Its primal value when the pullback has it without a tape, else
+  /// an empty tensor of its sizes, which are kept instead of the tensor (a
+  /// while loop's tape rows hold scalars, not tensors whose size varies).
+  virtual Value getPrimalShape(Value original) = 0;
   /// The residuals the forward sweep registered for `original`, usable in
   /// the pullback.
   virtual SmallVector<Value> getResiduals(Operation *original) = 0;
