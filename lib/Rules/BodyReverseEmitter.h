@@ -64,6 +64,7 @@ public:
 
   Value getPrimal(Value original) override { return mapping.lookup(original); }
   Value getPrimalShape(Value original) override { return getPrimal(original); }
+  Value tryGetPrimal(Value original) override { return getPrimal(original); }
   SmallVector<Value> getResiduals(Operation *) override { return {}; }
   Value getCotangent(Value original) override {
     if (Value cotangent = cotangents.lookup(original))

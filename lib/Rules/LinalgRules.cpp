@@ -347,9 +347,19 @@ struct GenericRule
             "cannot differentiate this linalg.generic yet: its body reads an "
             "active tensor defined outside it");
 
+    // An input the tape cannot keep (a tensor whose size changes from row
+    // to row of a while loop) is read for its shape only; that is an error
+    // below unless no adjoint reads its elements (a sum, a scaling).
     SmallVector<Value> inputs, capturedPrimals;
-    for (Value input : generic.getDpsInputs())
-      inputs.push_back(emitter.getPrimal(input));
+    SmallVector<std::pair<unsigned, Value>> shapeOnlyInputs;
+    for (auto [k, input] : llvm::enumerate(generic.getDpsInputs())) {
+      Value primal = emitter.tryGetPrimal(input);
+      if (!primal && isa<RankedTensorType>(input.getType())) {
+        primal = emitter.getPrimalShape(input);
+        shapeOnlyInputs.push_back({k, primal});
+      }
+      inputs.push_back(primal ? primal : emitter.getPrimal(input));
+    }
     for (Value value : captured)
       capturedPrimals.push_back(emitter.getPrimal(value));
 
@@ -512,7 +522,47 @@ struct GenericRule
       emitter.addCotangent(
           value, tensor::ExtractOp::create(b, loc, *gradient, ValueRange()));
     }
+    for (auto [k, shape] : shapeOnlyInputs)
+      if (elementsRead(shape)) {
+        // Reports why the tensor cannot be kept.
+        (void)emitter.getPrimal(generic.getDpsInputs()[k]);
+        return failure();
+      }
     return success();
+  }
+
+  /// Whether some op reads elements of `tensor`, a shape-only stand-in:
+  /// its sizes alone are read by `tensor.dim`, and by a generic whose
+  /// block argument for it reaches no yield (the recomputed body's ops
+  /// that only the derivative of another input needed).
+  static bool elementsRead(Value tensor) {
+    for (OpOperand &use : tensor.getUses()) {
+      Operation *user = use.getOwner();
+      if (isa<tensor::DimOp>(user))
+        continue;
+      auto generic = dyn_cast<linalg::GenericOp>(user);
+      if (!generic || reachesYield(generic.getMatchingBlockArgument(&use)))
+        return true;
+    }
+    return false;
+  }
+
+  /// Whether `value` (a block argument of a generic's body) flows through
+  /// pure ops into the yield, or into an op with effects or regions.
+  static bool reachesYield(Value value) {
+    SmallVector<Value> worklist = {value};
+    llvm::SmallPtrSet<Operation *, 16> visited;
+    while (!worklist.empty()) {
+      Value current = worklist.pop_back_val();
+      for (Operation *user : current.getUsers()) {
+        if (user->hasTrait<OpTrait::IsTerminator>() || !isPure(user) ||
+            user->getNumRegions() != 0)
+          return true;
+        if (visited.insert(user).second)
+          llvm::append_range(worklist, user->getResults());
+      }
+    }
+    return false;
   }
 
   /// The body of an adjoint generic: recompute the original body, run its

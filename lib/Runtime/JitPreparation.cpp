@@ -161,8 +161,11 @@ static void addReshapeChecks(Operation *op) {
     return sizes;
   };
   if (auto reshape = dyn_cast<tensor::ReshapeOp>(op)) {
-    if (reshape.getSource().getType().hasStaticShape() &&
-        reshape.getResult().getType().hasStaticShape())
+    // Unranked tensors (a shape operand of dynamic length) are not checked.
+    auto sourceType = dyn_cast<RankedTensorType>(reshape.getSource().getType());
+    auto resultType = dyn_cast<RankedTensorType>(reshape.getResult().getType());
+    if (!sourceType || !resultType ||
+        (sourceType.hasStaticShape() && resultType.hasStaticShape()))
       return;
     // The new sizes are the elements of the shape operand (read before the
     // op: the result's sizes are not known yet).

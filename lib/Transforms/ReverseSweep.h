@@ -79,16 +79,32 @@ public:
   }
   Value getPrimalShape(Value original) override {
     auto type = dyn_cast<RankedTensorType>(original.getType());
-    if (!type || type.hasStaticShape())
+    if (!type)
       return getPrimal(original);
+    // A static shape needs nothing kept (reading the tensor would keep its
+    // elements in every row of a while loop's tape, unread).
+    if (type.hasStaticShape())
+      return tensor::EmptyOp::create(builder, original.getLoc(),
+                                     type.getShape(), type.getElementType());
     // The tensor itself when the pullback has it without a tape (a value
-    // of the forward entry block, a slice taken again, a tensor computed
-    // again); else its sizes (materialize).
+    // of the forward entry block, a slice taken again, a tensor already
+    // computed again in this iteration); else its sizes (materialize). Not
+    // computed again for its shape: that could keep the loop-carried
+    // tensor it is computed from in every iteration, where the sizes
+    // (often the same in every iteration: computed before the loop) cost
+    // nothing.
     if (Value mapped = primalOverrides.lookup(original))
       return mapped;
-    if (Value recomputed = recomputeCheapTensor(original))
-      return recomputed;
+    if (!loops.empty())
+      if (Value recomputed = loops.back().recomputed.lookup(original))
+        return recomputed;
     return materialize(forward.lookup(original), original);
+  }
+  Value tryGetPrimal(Value original) override {
+    bool wasQuiet = std::exchange(quietFailures, true);
+    Value primal = getPrimal(original);
+    quietFailures = wasQuiet;
+    return primal;
   }
   SmallVector<Value> getResiduals(Operation *original) override {
     SmallVector<Value> values;

@@ -338,3 +338,118 @@ def test_recursion_with_loops_over_slices(n):
     (gx,) = mlir_ad.grad(m.f)(x)
     assert_grads_close((gx,), numerical_grad(m.f, [x], [0]), rtol=1e-6,
                        atol=1e-8)
+
+
+# Linear generics over a tensor whose size changes from row to row of a
+# while loop: the adjoint of a sum or of a scaling reads no element of its
+# input, only its shape. (A body that needs the elements, a sine, is still
+# refused: the last test.)
+LINEAR_IN_WHILE = """
+#id = affine_map<(i) -> (i)>
+func.func @sums(%x: tensor<?xf64>) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f64
+  %r:2 = scf.while (%t = %x, %acc = %zero) : (tensor<?xf64>, f64) -> (tensor<?xf64>, f64) {
+    %k = tensor.dim %t, %c0 : tensor<?xf64>
+    %a = arith.cmpi sgt, %k, %c0 : index
+    scf.condition(%a) %t, %acc : tensor<?xf64>, f64
+  } do {
+  ^bb0(%t: tensor<?xf64>, %acc: f64):
+    %e = tensor.empty() : tensor<f64>
+    %z = linalg.fill ins(%zero : f64) outs(%e : tensor<f64>) -> tensor<f64>
+    %s = linalg.reduce ins(%t : tensor<?xf64>) outs(%z : tensor<f64>) dimensions = [0]
+      (%in: f64, %ac: f64) {
+        %q = arith.addf %in, %ac : f64
+        linalg.yield %q : f64
+      }
+    %sv = tensor.extract %s[] : tensor<f64>
+    %ss = arith.mulf %sv, %sv : f64
+    %acc2 = arith.addf %acc, %ss : f64
+    %k = tensor.dim %t, %c0 : tensor<?xf64>
+    %km1 = arith.subi %k, %c1 : index
+    %u = tensor.extract_slice %t[1] [%km1] [1] : tensor<?xf64> to tensor<?xf64>
+    scf.yield %u, %acc2 : tensor<?xf64>, f64
+  }
+  return %r#1 : f64
+}
+func.func @scaled(%x: tensor<?xf64>, %c: f64) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.while (%t = %x) : (tensor<?xf64>) -> (tensor<?xf64>) {
+    %k = tensor.dim %t, %c0 : tensor<?xf64>
+    %a = arith.cmpi sgt, %k, %c1 : index
+    scf.condition(%a) %t : tensor<?xf64>
+  } do {
+  ^bb0(%t: tensor<?xf64>):
+    %k = tensor.dim %t, %c0 : tensor<?xf64>
+    %km1 = arith.subi %k, %c1 : index
+    %u = tensor.extract_slice %t[1] [%km1] [1] : tensor<?xf64> to tensor<?xf64>
+    %e = tensor.empty(%km1) : tensor<?xf64>
+    %v = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+        ins(%u : tensor<?xf64>) outs(%e : tensor<?xf64>) {
+    ^bb0(%a: f64, %o: f64):
+      %m = arith.mulf %a, %c : f64
+      %n = arith.negf %m : f64
+      linalg.yield %n : f64
+    } -> tensor<?xf64>
+    scf.yield %v : tensor<?xf64>
+  }
+  %v = tensor.extract %r[%c0] : tensor<?xf64>
+  return %v : f64
+}
+func.func @sines(%x: tensor<?xf64>) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.while (%t = %x) : (tensor<?xf64>) -> (tensor<?xf64>) {
+    %k = tensor.dim %t, %c0 : tensor<?xf64>
+    %a = arith.cmpi sgt, %k, %c1 : index
+    scf.condition(%a) %t : tensor<?xf64>
+  } do {
+  ^bb0(%t: tensor<?xf64>):
+    %k = tensor.dim %t, %c0 : tensor<?xf64>
+    %km1 = arith.subi %k, %c1 : index
+    %u = tensor.extract_slice %t[1] [%km1] [1] : tensor<?xf64> to tensor<?xf64>
+    %e = tensor.empty(%km1) : tensor<?xf64>
+    %v = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+        ins(%u : tensor<?xf64>) outs(%e : tensor<?xf64>) {
+    ^bb0(%a: f64, %o: f64):
+      %s = math.sin %a : f64
+      linalg.yield %s : f64
+    } -> tensor<?xf64>
+    scf.yield %v : tensor<?xf64>
+  }
+  %v = tensor.extract %r[%c0] : tensor<?xf64>
+  return %v : f64
+}
+"""
+
+
+@pytest.mark.parametrize("n", [0, 1, 5])
+def test_linear_generics_in_while(n):
+    m = mlir_ad.compile(LINEAR_IN_WHILE)
+    x = np.linspace(-0.9, 1.3, n)
+    assert m.sums(x) == pytest.approx(
+        sum(np.sum(x[i:]) ** 2 for i in range(n)), rel=1e-13, abs=1e-15)
+    (gx,) = mlir_ad.grad(m.sums)(x)
+    assert_grads_close((gx,), numerical_grad(m.sums, [x], [0]), rtol=1e-6,
+                       atol=1e-8)
+    if n == 0:
+        return
+    assert m.scaled(x, 0.5) == pytest.approx(x[-1] * (-0.5) ** (n - 1),
+                                             rel=1e-14)
+    gx = mlir_ad.grad(m.scaled, wrt=0)(x, 0.5)
+    assert_grads_close((gx,), numerical_grad(m.scaled, [x, 0.5], [0]),
+                       rtol=1e-6, atol=1e-8)
+
+
+def test_generic_reading_elements_in_while_is_refused():
+    # The sine's adjoint reads the elements; so does the scaling's adjoint
+    # with respect to the scale.
+    m = mlir_ad.compile(LINEAR_IN_WHILE)
+    with pytest.raises(mlir_ad.CompileError,
+                       match="cannot keep a value of type 'tensor<\\?xf64>'"):
+        mlir_ad.grad(m.sines)(np.ones(3))
+    with pytest.raises(mlir_ad.CompileError,
+                       match="cannot keep a value of type 'tensor<\\?xf64>'"):
+        mlir_ad.grad(m.scaled, wrt=1)(np.ones(3), 0.5)

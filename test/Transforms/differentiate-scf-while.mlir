@@ -384,3 +384,51 @@ func.func @pad_rows_grad(%x: tensor<?xf64>) -> tensor<?xf64> {
   %g = ad.grad @pad_rows(%x) : (tensor<?xf64>) -> tensor<?xf64>
   return %g : tensor<?xf64>
 }
+
+// -----
+
+// A sum of the carried tensor, which shrinks by one element per row: the
+// tape cannot keep the tensor, and the sum's adjoint reads no element of
+// it (the cotangent broadcast over its shape): the row keeps its size.
+// CHECK-LABEL: func.func private @sum_rows_ad_fwd_0
+// CHECK: scf.while
+// CHECK: tensor.dim
+// CHECK: {ad.tape_slot}
+// CHECK-LABEL: func.func private @sum_rows_ad_pb_0
+// CHECK: scf.for
+// CHECK: %[[SHAPE:.*]] = tensor.empty(%{{[0-9]+}}) : tensor<?xf64>
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<?xf64>)
+// CHECK-LABEL: func.func @sum_rows_grad
+func.func @sum_rows(%x: tensor<?xf64>) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f64
+  %r:2 = scf.while (%t = %x, %acc = %zero) : (tensor<?xf64>, f64) -> (tensor<?xf64>, f64) {
+    %k = tensor.dim %t, %c0 : tensor<?xf64>
+    %go = arith.cmpi sgt, %k, %c0 : index
+    scf.condition(%go) %t, %acc : tensor<?xf64>, f64
+  } do {
+  ^bb0(%t: tensor<?xf64>, %acc: f64):
+    %e = tensor.empty() : tensor<f64>
+    %z = linalg.fill ins(%zero : f64) outs(%e : tensor<f64>) -> tensor<f64>
+    %s = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> ()>], iterator_types = ["reduction"]}
+        ins(%t : tensor<?xf64>) outs(%z : tensor<f64>) {
+    ^bb0(%a: f64, %o: f64):
+      %q = arith.addf %o, %a : f64
+      linalg.yield %q : f64
+    } -> tensor<f64>
+    %sv = tensor.extract %s[] : tensor<f64>
+    %ss = arith.mulf %sv, %sv : f64
+    %acc2 = arith.addf %acc, %ss : f64
+    %k = tensor.dim %t, %c0 : tensor<?xf64>
+    %km1 = arith.subi %k, %c1 : index
+    %u = tensor.extract_slice %t[1] [%km1] [1] : tensor<?xf64> to tensor<?xf64>
+    scf.yield %u, %acc2 : tensor<?xf64>, f64
+  }
+  return %r#1 : f64
+}
+
+func.func @sum_rows_grad(%x: tensor<?xf64>) -> tensor<?xf64> {
+  %g = ad.grad @sum_rows(%x) : (tensor<?xf64>) -> tensor<?xf64>
+  return %g : tensor<?xf64>
+}

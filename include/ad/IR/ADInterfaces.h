@@ -191,6 +191,9 @@ public:
   /// an empty tensor of its sizes, which are kept instead of the tensor (a
   /// while loop's tape rows hold scalars, not tensors whose size varies).
   virtual Value getPrimalShape(Value original) = 0;
+  /// getPrimal, or null without reporting an error when the value cannot
+  /// be kept (a rule then tries with its shape: getPrimalShape).
+  virtual Value tryGetPrimal(Value original) = 0;
   /// The residuals the forward sweep registered for `original`, usable in
   /// the pullback.
   virtual SmallVector<Value> getResiduals(Operation *original) = 0;
