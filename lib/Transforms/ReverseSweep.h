@@ -84,8 +84,8 @@ public:
     // A static shape needs nothing kept (reading the tensor would keep its
     // elements in every row of a while loop's tape, unread).
     if (type.hasStaticShape())
-      return tensor::EmptyOp::create(builder, original.getLoc(),
-                                     type.getShape(), type.getElementType());
+      return tensor::EmptyOp::create(builder, original.getLoc(), type,
+                                     ValueRange());
     // The tensor itself when the pullback has it without a tape (a value
     // of the forward entry block, a slice taken again, a tensor already
     // computed again in this iteration); else its sizes (materialize). Not
@@ -538,8 +538,7 @@ private:
         return Value();
       sizes.push_back(kept);
     }
-    return tensor::EmptyOp::create(builder, original.getLoc(), type.getShape(),
-                                   type.getElementType(), sizes);
+    return tensor::EmptyOp::create(builder, original.getLoc(), type, sizes);
   }
 
   /// A slice of a value of the forward entry block (a layer's parameters,
